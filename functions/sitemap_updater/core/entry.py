@@ -1,0 +1,176 @@
+"""A page's sitemap entry: its ``<url>`` element pre-rendered once, with what sharding and the index need."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from urllib.parse import unquote, urlsplit
+
+from sitemap_updater.core.events import Image, News, PageEvent, Video, to_micros
+from sitemap_updater.core.sharding import page_key
+from sitemap_updater.core.text import escape_text
+
+FLAG_IMAGE = 1
+FLAG_VIDEO = 2
+FLAG_NEWS = 4
+FLAG_XHTML = 8
+URL_CLOSE = b"</url>\n"
+ROOT_SECTION = "root"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One live page. ``body`` is ``<url>`` and every child but ``news:news``; ``news`` is that child or b"".
+
+    The news part is kept apart because it is left out once older than two days; ``size`` counts it, so the
+    file layout never depends on the clock.
+    """
+
+    url: str
+    key: int
+    section: str
+    lastmod_us: int
+    body: bytes
+    news: bytes = b""
+    news_us: int = 0
+    flags: int = 0
+
+    @property
+    def size(self) -> int:
+        """Uncompressed bytes of the element when rendered with its news."""
+        return len(self.body) + len(self.news) + len(URL_CLOSE)
+
+    @property
+    def sort_key(self) -> tuple[int, str]:
+        return (self.key, self.url)
+
+
+def default_section(url: str) -> str:
+    """The first path segment when more segments follow it (``/blog/x`` -> ``blog``), else ``root``."""
+    path = urlsplit(url).path
+    first, slash, _rest = path[1:].partition("/")
+    if slash and first:
+        return unquote(first)
+    return ROOT_SECTION
+
+
+def w3c(value: date | datetime) -> str:
+    """``YYYY-MM-DD`` for a date; ``YYYY-MM-DDThh:mm:ss+00:00`` (UTC, whole seconds) for a date-time."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    return value.isoformat()
+
+
+def w3c_micros(micros: int) -> str:
+    """The W3C date-time of a UTC timestamp in microseconds."""
+    return w3c(datetime.fromtimestamp(micros / 1_000_000, UTC))
+
+
+def moment_micros(value: date | datetime) -> int:
+    """Microseconds since the epoch; a date counts as its midnight UTC."""
+    if not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day, tzinfo=UTC)
+    return to_micros(value)
+
+
+def _priority(value: float) -> str:
+    return format(round(value, 2), "g") if value not in (0.0, 1.0) else f"{value:.1f}"
+
+
+def _yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
+def _image(image: Image, out: list[str]) -> None:
+    out.append(f"<image:image><image:loc>{escape_text(image.loc)}</image:loc>")
+    if image.caption is not None:
+        out.append(f"<image:caption>{escape_text(image.caption)}</image:caption>")
+    if image.title is not None:
+        out.append(f"<image:title>{escape_text(image.title)}</image:title>")
+    out.append("</image:image>")
+
+
+def _video(video: Video, out: list[str]) -> None:
+    """Children in the order sitemap-video.xsd requires."""
+    out.append(f"<video:video><video:thumbnail_loc>{escape_text(video.thumbnail_loc)}</video:thumbnail_loc>")
+    out.append(f"<video:title>{escape_text(video.title)}</video:title>")
+    out.append(f"<video:description>{escape_text(video.description)}</video:description>")
+    if video.content_loc is not None:
+        out.append(f"<video:content_loc>{escape_text(video.content_loc)}</video:content_loc>")
+    if video.player_loc is not None:
+        out.append(f"<video:player_loc>{escape_text(video.player_loc)}</video:player_loc>")
+    if video.duration is not None:
+        out.append(f"<video:duration>{video.duration}</video:duration>")
+    if video.expiration_date is not None:
+        out.append(f"<video:expiration_date>{w3c(video.expiration_date)}</video:expiration_date>")
+    if video.rating is not None:
+        out.append(f"<video:rating>{video.rating:.1f}</video:rating>")
+    if video.view_count is not None:
+        out.append(f"<video:view_count>{video.view_count}</video:view_count>")
+    if video.publication_date is not None:
+        out.append(f"<video:publication_date>{w3c(video.publication_date)}</video:publication_date>")
+    out.extend(f"<video:tag>{escape_text(tag)}</video:tag>" for tag in video.tags)
+    if video.family_friendly is not None:
+        out.append(f"<video:family_friendly>{_yes_no(video.family_friendly)}</video:family_friendly>")
+    if video.restriction is not None:
+        countries = " ".join(video.restriction.countries)
+        out.append(
+            f'<video:restriction relationship="{video.restriction.relationship}">{countries}</video:restriction>'
+        )
+    if video.requires_subscription is not None:
+        flag = _yes_no(video.requires_subscription)
+        out.append(f"<video:requires_subscription>{flag}</video:requires_subscription>")
+    if video.uploader is not None:
+        info = f' info="{escape_text(video.uploader.info)}"' if video.uploader.info else ""
+        out.append(f"<video:uploader{info}>{escape_text(video.uploader.name)}</video:uploader>")
+    if video.platform is not None:
+        platforms = " ".join(video.platform.platforms)
+        out.append(f'<video:platform relationship="{video.platform.relationship}">{platforms}</video:platform>')
+    if video.live is not None:
+        out.append(f"<video:live>{_yes_no(video.live)}</video:live>")
+    out.append("</video:video>")
+
+
+def _news(news: News) -> bytes:
+    return (
+        "<news:news><news:publication>"
+        f"<news:name>{escape_text(news.publication_name)}</news:name>"
+        f"<news:language>{news.publication_language}</news:language>"
+        f"</news:publication><news:publication_date>{w3c(news.publication_date)}</news:publication_date>"
+        f"<news:title>{escape_text(news.title)}</news:title></news:news>"
+    ).encode()
+
+
+def entry_from_event(event: PageEvent) -> Entry:
+    """Render an upsert's ``<url>`` element once; its bytes are what every sitemap file will hold."""
+    lastmod = event.lastmod if event.lastmod is not None else event.occurred_at
+    out = [f"<url><loc>{escape_text(event.url)}</loc><lastmod>{w3c(lastmod)}</lastmod>"]
+    if event.changefreq is not None:
+        out.append(f"<changefreq>{event.changefreq}</changefreq>")
+    if event.priority is not None:
+        out.append(f"<priority>{_priority(event.priority)}</priority>")
+    flags = 0
+    seen_images: set[str] = set()
+    for image in event.images:
+        if image.loc not in seen_images:
+            seen_images.add(image.loc)
+            _image(image, out)
+            flags |= FLAG_IMAGE
+    for video in event.videos:
+        _video(video, out)
+        flags |= FLAG_VIDEO
+    for hreflang, href in sorted({(a.hreflang, a.href) for a in event.alternates}):
+        out.append(f'<xhtml:link rel="alternate" hreflang="{hreflang}" href="{escape_text(href)}"/>')
+        flags |= FLAG_XHTML
+    news = b"" if event.news is None else _news(event.news)
+    news_us = 0 if event.news is None else moment_micros(event.news.publication_date)
+    return Entry(
+        url=event.url,
+        key=page_key(event.url),
+        section=event.section if event.section is not None else default_section(event.url),
+        lastmod_us=moment_micros(lastmod),
+        body="".join(out).encode(),
+        news=news,
+        news_us=news_us,
+        flags=flags,
+    )

@@ -1,0 +1,53 @@
+"""The one error type for rejected input: every problem names the field it is about."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One reason an event was rejected: a dotted field path (``videos[0].title``) and a human reason."""
+
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason}"
+
+
+class EventRejected(ValueError):
+    """An event that cannot be accepted. ``str()`` gives ``field: reason[; field: reason ...]``."""
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+    @classmethod
+    def single(cls, field: str, reason: str) -> EventRejected:
+        return cls([Problem(field, reason)])
+
+    @classmethod
+    def from_validation_error(cls, error: ValidationError, prefix: str = "") -> EventRejected:
+        problems = []
+        for item in error.errors(include_url=False, include_input=False):
+            field = _field_path(item["loc"], prefix)
+            message = str(item["msg"]).removeprefix("Value error, ")
+            problems.append(Problem(field, message))
+        return cls(problems)
+
+
+class LimitExceeded(RuntimeError):
+    """A protocol limit cannot be met (for example more than 50,000 sitemap files in one index)."""
+
+
+def _field_path(loc: tuple[int | str, ...], prefix: str) -> str:
+    path = prefix.rstrip(".")
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "(event)"

@@ -1,0 +1,253 @@
+"""Event contract v1: what the CMS sends for each page change, validated and canonicalised."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.text import check_xml_text
+from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
+
+TYPE_ALIASES = {
+    "upsert": "upsert",
+    "publish": "upsert",
+    "update": "upsert",
+    "delete": "delete",
+    "unpublish": "delete",
+    "archive": "delete",
+}
+MAX_IMAGES = 1000
+MAX_VIDEOS = 100
+MAX_ALTERNATES = 1000
+
+
+def _event_type(value: object) -> object:
+    if isinstance(value, str):
+        mapped = TYPE_ALIASES.get(value.strip().lower())
+        if mapped is None:
+            names = ", ".join(TYPE_ALIASES)
+            raise ValueError(f"unknown event type {value!r}; expected one of {names}")
+        return mapped
+    return value
+
+
+def _w3c_datetime(value: object) -> object:
+    """Accept a date (``2026-11-20``) or a date-time with a UTC offset; reject a naive date-time."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            if len(text) == 10:
+                return date.fromisoformat(text)
+            parsed = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a W3C date (YYYY-MM-DD) or date-time with offset") from exc
+        if parsed.tzinfo is None:
+            raise ValueError(f"{value!r} has no UTC offset; add Z or +hh:mm")
+        return parsed
+    if isinstance(value, datetime) and value.tzinfo is None:
+        raise ValueError("a date-time needs a UTC offset")
+    return value
+
+
+def _media_url(value: str) -> str:
+    try:
+        return canonical_media_url(value)
+    except UrlError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+Text = Annotated[str, AfterValidator(check_xml_text)]
+NonEmptyText = Annotated[str, Field(min_length=1), AfterValidator(check_xml_text)]
+MediaUrl = Annotated[str, Field(min_length=1), AfterValidator(_media_url)]
+W3CDate = Annotated[date | datetime, BeforeValidator(_w3c_datetime)]
+ChangeFreq = Literal["always", "hourly", "daily", "weekly", "monthly", "yearly", "never"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False)
+
+
+class Image(_Model):
+    """``image:image``: the image's URL, which may be on a CDN host."""
+
+    loc: MediaUrl
+    title: Text | None = None
+    caption: Text | None = None
+
+
+class VideoRestriction(_Model):
+    relationship: Literal["allow", "deny"]
+    countries: list[Annotated[str, Field(pattern=r"^[A-Z]{2}$")]] = Field(default_factory=list)
+
+
+class VideoPlatform(_Model):
+    relationship: Literal["allow", "deny"]
+    platforms: list[Literal["web", "mobile", "tv"]] = Field(default_factory=list)
+
+
+class VideoUploader(_Model):
+    name: NonEmptyText
+    info: MediaUrl | None = None
+
+
+class Video(_Model):
+    """``video:video``: Google's required fields plus the common optional ones."""
+
+    thumbnail_loc: MediaUrl
+    title: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(check_xml_text)]
+    description: Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(check_xml_text)]
+    content_loc: MediaUrl | None = None
+    player_loc: MediaUrl | None = None
+    duration: Annotated[int, Field(ge=1, le=28800)] | None = None
+    expiration_date: W3CDate | None = None
+    rating: Annotated[float, Field(ge=0.0, le=5.0)] | None = None
+    view_count: Annotated[int, Field(ge=0)] | None = None
+    publication_date: W3CDate | None = None
+    tags: list[NonEmptyText] = Field(default_factory=list, max_length=32)
+    family_friendly: bool | None = None
+    restriction: VideoRestriction | None = None
+    requires_subscription: bool | None = None
+    uploader: VideoUploader | None = None
+    platform: VideoPlatform | None = None
+    live: bool | None = None
+
+    @model_validator(mode="after")
+    def _needs_a_location(self) -> Video:
+        if self.content_loc is None and self.player_loc is None:
+            raise ValueError("a video needs content_loc or player_loc")
+        return self
+
+
+class News(_Model):
+    """``news:news`` for Google News; left out of the sitemap once older than two days."""
+
+    publication_name: NonEmptyText
+    publication_language: Annotated[str, Field(pattern=r"^(zh-cn|zh-tw|[a-z]{2,3})$")]
+    publication_date: W3CDate
+    title: NonEmptyText
+
+
+class Alternate(_Model):
+    """``xhtml:link rel="alternate"``: a language version of the page, on any host."""
+
+    hreflang: Annotated[str, Field(pattern=r"^(x-default|[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*)$")]
+    href: MediaUrl
+
+
+class PageEvent(_Model):
+    """One page change. ``occurred_at`` is required; ``version`` (a CMS revision) orders events first."""
+
+    type: Annotated[Literal["upsert", "delete"], BeforeValidator(_event_type)] = Field(
+        description="upsert (aliases publish, update) or delete (aliases unpublish, archive)"
+    )
+    url: Annotated[str, Field(min_length=1, description="absolute URL on the site's canonical host")]
+    occurred_at: AwareDatetime = Field(description="RFC 3339 date-time with offset")
+    version: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="monotonic per URL; events are ordered by (version, occurred_at)"
+    )
+    lastmod: W3CDate | None = None
+    changefreq: ChangeFreq | None = None
+    priority: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    section: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(check_xml_text)] | None = None
+    images: list[Image] = Field(default_factory=list, max_length=MAX_IMAGES)
+    videos: list[Video] = Field(default_factory=list, max_length=MAX_VIDEOS)
+    news: News | None = None
+    alternates: list[Alternate] = Field(default_factory=list, max_length=MAX_ALTERNATES)
+
+    @field_validator("url")
+    @classmethod
+    def _canonical_url(cls, value: str, info: ValidationInfo) -> str:
+        context = info.context
+        if not isinstance(context, dict) or not isinstance(context.get("site"), Site):
+            raise TypeError("PageEvent must be validated with context={'site': Site, 'warnings': [...]}")
+        try:
+            return canonical_page_url(value, context["site"], context.setdefault("warnings", []))
+        except UrlError as exc:
+            raise ValueError(str(exc)) from exc
+
+    @property
+    def order(self) -> tuple[int, int]:
+        """Ordering key: (version, occurred_at in microseconds); a missing version sorts first."""
+        return (-1 if self.version is None else self.version, to_micros(self.occurred_at))
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedEvent:
+    """A valid event with what was noticed on the way: removed session IDs, ignored unknown fields."""
+
+    event: PageEvent
+    warnings: tuple[str, ...]
+    unknown_fields: tuple[str, ...]
+
+
+def to_micros(moment: datetime) -> int:
+    """Microseconds since the epoch (UTC) of an aware datetime."""
+    delta = moment.astimezone(UTC) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEvent:
+    """Decode, unwrap (EventBridge, SNS) and validate one event; raise EventRejected naming the field."""
+    data, prefix = _unwrap(_decode(body, "(body)"), "")
+    context: dict[str, Any] = {"site": site, "warnings": []}
+    try:
+        event = PageEvent.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise EventRejected.from_validation_error(exc, prefix) from None
+    return ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, prefix)))
+
+
+def _decode(body: str | bytes | Mapping[str, Any], field: str) -> Any:
+    if isinstance(body, Mapping):
+        return body
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise EventRejected.single(field, f"not valid JSON ({exc.msg} at character {exc.pos})") from None
+    except RecursionError:
+        raise EventRejected.single(field, "JSON is nested too deeply") from None
+    except UnicodeDecodeError:
+        raise EventRejected.single(field, "not valid UTF-8") from None
+
+
+def _unwrap(data: Any, prefix: str) -> tuple[Any, str]:
+    if not isinstance(data, Mapping):
+        raise EventRejected.single(prefix or "(body)", "must be a JSON object")
+    if "detail" in data and "detail-type" in data:  # EventBridge
+        return _unwrap(data["detail"], f"{prefix}detail.")
+    if data.get("Type") == "Notification" and isinstance(data.get("Message"), str):  # SNS
+        field = f"{prefix}Message"
+        return _unwrap(_decode(data["Message"], field), f"{field}.")
+    return data, prefix
+
+
+def _unknown_fields(model: BaseModel, prefix: str) -> list[str]:
+    found = [f"{prefix}{name}" for name in sorted(model.model_extra or {})]
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        items = value if isinstance(value, list) else [value]
+        for index, item in enumerate(items):
+            if isinstance(item, BaseModel):
+                where = f"{prefix}{name}[{index}]." if isinstance(value, list) else f"{prefix}{name}."
+                found.extend(_unknown_fields(item, where))
+    return found

@@ -1,0 +1,103 @@
+"""From a set of entries to the files of a site: ranges per section, file lastmods, and the index."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sitemap_updater.core.entry import Entry
+from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, RenderedFile, render_index, render_urlset
+from sitemap_updater.core.sharding import INDEX_NAME, KeyRange, Limits, plan_ranges
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """A deleted page: remembered so a late, older upsert cannot revive it, and so its file's lastmod moves."""
+
+    url: str
+    key: int
+    section: str
+    deleted_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFile:
+    """One sitemap file of a section: its key range, name, entries (sorted) and data-derived lastmod."""
+
+    section: str
+    key_range: KeyRange
+    name: str
+    entries: Sequence[Entry]
+    lastmod_us: int
+
+
+def plan_section(
+    section: str, entries: Sequence[Entry], deleted: Sequence[tuple[int, int]], limits: Limits
+) -> list[PlannedFile]:
+    """Plan the files of one section. ``entries`` are sorted by ``sort_key``; ``deleted`` holds sorted
+    ``(key, deleted_us)`` pairs of the section's tombstones, which only move file lastmods."""
+    keys = [e.key for e in entries]
+    lastmods = [e.lastmod_us for e in entries]
+    planned = []
+    for key_range in plan_ranges(keys, [e.size for e in entries], limits, FILE_OVERHEAD):
+        members = entries[bisect_left(keys, key_range.start) : bisect_left(keys, key_range.end)]
+        lastmod = range_lastmod(keys, lastmods, deleted, key_range)
+        planned.append(PlannedFile(section, key_range, key_range.file_name(section), members, lastmod))
+    return planned
+
+
+def range_lastmod(
+    keys: Sequence[int], lastmods: Sequence[int], deleted: Sequence[tuple[int, int]], key_range: KeyRange
+) -> int:
+    """A file's lastmod from its data: the newest lastmod of its entries, or a later delete in its range."""
+    lo, hi = bisect_left(keys, key_range.start), bisect_left(keys, key_range.end)
+    newest = max(lastmods[lo:hi], default=0)
+    d_lo = bisect_left(deleted, (key_range.start, -1))
+    d_hi = bisect_left(deleted, (key_range.end, -1))
+    return max([newest, *(deleted_us for _, deleted_us in deleted[d_lo:d_hi])])
+
+
+@dataclass(frozen=True, slots=True)
+class SiteFiles:
+    """Every file of a site: sitemap files by name, and the index bytes."""
+
+    files: dict[str, RenderedFile]
+    index: bytes
+    index_items: tuple[IndexItem, ...]
+
+    @property
+    def url_count(self) -> int:
+        return sum(f.url_count for f in self.files.values())
+
+    def all_bytes(self) -> dict[str, bytes]:
+        """File name -> published bytes, the index included."""
+        out = {name: f.data for name, f in self.files.items()}
+        out[INDEX_NAME] = self.index
+        return out
+
+
+def build_site(
+    entries: Iterable[Entry],
+    tombstones: Iterable[Tombstone],
+    limits: Limits,
+    as_of_us: int,
+    base_url: str,
+) -> SiteFiles:
+    """Render a whole site in memory (for small sites, tests and reference models)."""
+    by_section: dict[str, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        by_section[entry.section].append(entry)
+    deleted: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for tomb in tombstones:
+        deleted[tomb.section].append((tomb.key, tomb.deleted_us))
+    files: dict[str, RenderedFile] = {}
+    items = []
+    for section in sorted(by_section):
+        members = sorted(by_section[section], key=lambda e: e.sort_key)
+        for plan in plan_section(section, members, sorted(deleted[section]), limits):
+            files[plan.name] = render_urlset(plan.entries, as_of_us)
+            items.append(IndexItem(plan.name, plan.lastmod_us))
+    index_items = tuple(sorted(items))
+    return SiteFiles(files, render_index(base_url, index_items), index_items)

@@ -1,0 +1,135 @@
+"""Byte-stable rendering of sitemap files and the index, with deterministic gzip."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sitemap_updater.core.entry import FLAG_IMAGE, FLAG_NEWS, FLAG_VIDEO, FLAG_XHTML, URL_CLOSE, Entry, w3c_micros
+from sitemap_updater.core.errors import LimitExceeded
+from sitemap_updater.core.sharding import MAX_FILES_PER_INDEX
+
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+EXTENSION_NS = (
+    (FLAG_IMAGE, "image", "http://www.google.com/schemas/sitemap-image/1.1"),
+    (FLAG_VIDEO, "video", "http://www.google.com/schemas/sitemap-video/1.1"),
+    (FLAG_NEWS, "news", "http://www.google.com/schemas/sitemap-news/0.9"),
+    (FLAG_XHTML, "xhtml", "http://www.w3.org/1999/xhtml"),
+)
+XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8"?>\n'
+URLSET_CLOSE = b"</urlset>\n"
+NEWS_WINDOW_US = 2 * 86_400 * 1_000_000
+MAX_NEWS_PER_FILE = 1000
+GZIP_LEVEL = 6
+# Fixed gzip header: no mtime, no file name, OS "unknown", so the bytes are the same on every machine.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+_CHUNK = 1 << 16
+
+
+def urlset_open(flags: int) -> bytes:
+    """XML declaration and ``<urlset>`` declaring only the namespaces the file uses."""
+    declarations = [f'xmlns="{SITEMAP_NS}"']
+    declarations += [f'xmlns:{prefix}="{uri}"' for flag, prefix, uri in EXTENSION_NS if flags & flag]
+    return XML_DECLARATION + f"<urlset {' '.join(declarations)}>\n".encode()
+
+
+FILE_OVERHEAD = len(urlset_open(FLAG_IMAGE | FLAG_VIDEO | FLAG_NEWS | FLAG_XHTML)) + len(URLSET_CLOSE)
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedFile:
+    """A rendered file: its gzip bytes, the sha256 of the uncompressed XML, and counts."""
+
+    data: bytes
+    sha256: str
+    url_count: int
+    xml_bytes: int
+
+
+class DeterministicGzip:
+    """Streams XML into gzip bytes that depend only on the input (mtime 0, no name, fixed OS byte)."""
+
+    def __init__(self, level: int = GZIP_LEVEL) -> None:
+        self._deflate = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, 9)
+        self._parts = [_GZIP_HEADER]
+        self._crc = 0
+        self._size = 0
+        self._digest = hashlib.sha256()
+
+    def write(self, data: bytes) -> None:
+        self._crc = zlib.crc32(data, self._crc)
+        self._size += len(data)
+        self._digest.update(data)
+        self._parts.append(self._deflate.compress(data))
+
+    def finish(self) -> tuple[bytes, str, int]:
+        """Return (gzip bytes, sha256 hex of the uncompressed input, uncompressed size)."""
+        self._parts.append(self._deflate.flush())
+        self._parts.append(struct.pack("<II", self._crc, self._size & 0xFFFFFFFF))
+        return b"".join(self._parts), self._digest.hexdigest(), self._size
+
+
+def news_included(entries: Sequence[Entry], as_of_us: int) -> set[int]:
+    """Indexes of entries whose news part is rendered: published in the last two days (relative to
+    ``as_of_us``), the newest 1,000 at most."""
+    fresh = [i for i, e in enumerate(entries) if e.news and e.news_us >= as_of_us - NEWS_WINDOW_US]
+    if len(fresh) > MAX_NEWS_PER_FILE:
+        fresh.sort(key=lambda i: (-entries[i].news_us, entries[i].url))
+        fresh = fresh[:MAX_NEWS_PER_FILE]
+    return set(fresh)
+
+
+def render_urlset(entries: Sequence[Entry], as_of_us: int, level: int = GZIP_LEVEL) -> RenderedFile:
+    """Render one sitemap file from entries sorted by ``sort_key``; ``as_of_us`` decides which news is fresh."""
+    with_news = news_included(entries, as_of_us)
+    flags = 0
+    for entry in entries:
+        flags |= entry.flags
+    if with_news:
+        flags |= FLAG_NEWS
+    gz = DeterministicGzip(level)
+    gz.write(urlset_open(flags))
+    batch: list[bytes] = []
+    pending = 0
+    for index, entry in enumerate(entries):
+        batch.append(entry.body)
+        if index in with_news:
+            batch.append(entry.news)
+        batch.append(URL_CLOSE)
+        pending += len(entry.body) + 8
+        if pending >= _CHUNK:
+            gz.write(b"".join(batch))
+            batch.clear()
+            pending = 0
+    batch.append(URLSET_CLOSE)
+    gz.write(b"".join(batch))
+    data, digest, size = gz.finish()
+    return RenderedFile(data, digest, len(entries), size)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class IndexItem:
+    """One file named by the index, with the lastmod its data gives it."""
+
+    name: str
+    lastmod_us: int
+
+
+def render_index(base_url: str, items: Iterable[IndexItem]) -> bytes:
+    """The sitemap index (plain XML), files sorted by name; at most 50,000 of them."""
+    ordered = sorted(items)
+    if len(ordered) > MAX_FILES_PER_INDEX:
+        raise LimitExceeded(
+            f"{len(ordered):,} sitemap files exceed the index limit of {MAX_FILES_PER_INDEX:,}; "
+            "raise --max-urls-per-file"
+        )
+    parts = [XML_DECLARATION, f'<sitemapindex xmlns="{SITEMAP_NS}">\n'.encode()]
+    parts += [
+        f"<sitemap><loc>{base_url}/{item.name}</loc><lastmod>{w3c_micros(item.lastmod_us)}</lastmod></sitemap>\n".encode()
+        for item in ordered
+    ]
+    parts.append(b"</sitemapindex>\n")
+    return b"".join(parts)

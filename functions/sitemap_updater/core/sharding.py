@@ -1,0 +1,101 @@
+"""Sharding: a stable 64-bit key per page; each file owns a contiguous key range of its section.
+
+A range is one file when its entries fit the limits, otherwise it is split at its midpoint, recursively.
+The layout is therefore a pure function of the set of entries: no history, no rebalancing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+
+from sitemap_updater.core.errors import LimitExceeded
+
+KEY_SPACE = 1 << 64
+MAX_URLS_PER_FILE = 50_000
+MAX_BYTES_PER_FILE = 52_428_800
+DEFAULT_URLS_PER_FILE = 10_000
+MAX_FILES_PER_INDEX = 50_000
+INDEX_NAME = "sitemap.xml"
+
+
+def page_key(url: str) -> int:
+    """Stable 64-bit key of a canonical URL (BLAKE2b, big-endian)."""
+    return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
+
+
+_SLUG_JUNK = re.compile(r"[^a-z0-9]+")
+
+
+def section_slug(section: str) -> str:
+    """An ASCII file-name part for any section name; a short hash keeps distinct sections distinct."""
+    folded = unicodedata.normalize("NFKD", section).encode("ascii", "ignore").decode().lower()
+    slug = _SLUG_JUNK.sub("-", folded).strip("-")[:40].strip("-")
+    if slug == section:
+        return slug
+    digest = hashlib.sha256(section.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{slug}-{digest}" if slug else digest
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-file limits: URLs (default 10,000 so each rebuild stays small; at most 50,000) and bytes."""
+
+    max_urls: int = DEFAULT_URLS_PER_FILE
+    max_bytes: int = MAX_BYTES_PER_FILE
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_urls <= MAX_URLS_PER_FILE:
+            raise ValueError(f"max URLs per file must be from 1 to {MAX_URLS_PER_FILE:,}")
+        if not 1024 <= self.max_bytes <= MAX_BYTES_PER_FILE:
+            raise ValueError(f"max bytes per file must be from 1,024 to {MAX_BYTES_PER_FILE:,}")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class KeyRange:
+    """The half-open key range ``[start, end)`` owned by one sitemap file; ``depth`` splits from the top."""
+
+    start: int
+    end: int
+    depth: int
+
+    def file_name(self, section: str) -> str:
+        """``sitemap-<section>-<start in hex>.xml.gz``; 8 hex digits suffice for the first 32 splits."""
+        start = f"{self.start >> 32:08x}" if self.depth <= 32 else f"{self.start:016x}"
+        return f"sitemap-{section_slug(section)}-{start}.xml.gz"
+
+    def contains(self, key: int) -> bool:
+        return self.start <= key < self.end
+
+
+def plan_ranges(keys: Sequence[int], sizes: Sequence[int], limits: Limits, overhead: int) -> list[KeyRange]:
+    """Split the key space of one section until every range fits ``limits``.
+
+    ``keys`` are the sorted keys of the section's entries and ``sizes`` their rendered bytes; ``overhead``
+    is the most a file adds around its entries (XML declaration, root element). Empty ranges get no file.
+    """
+    prefix = [0, *accumulate(sizes)]
+    ranges: list[KeyRange] = []
+    stack = [(0, KEY_SPACE, 0, 0, len(keys))]
+    while stack:
+        start, end, depth, lo, hi = stack.pop()
+        count = hi - lo
+        if count == 0:
+            continue
+        if count <= limits.max_urls and prefix[hi] - prefix[lo] + overhead <= limits.max_bytes:
+            ranges.append(KeyRange(start, end, depth))
+            continue
+        if count == 1:
+            raise LimitExceeded(f"one entry of {prefix[hi] - prefix[lo]:,} bytes exceeds the per-file limit")
+        if end - start == 1:
+            raise LimitExceeded(f"{count} entries share one key; they cannot be split to fit the limits")
+        mid = (start + end) // 2
+        cut = bisect_left(keys, mid, lo, hi)
+        stack.append((mid, end, depth + 1, cut, hi))
+        stack.append((start, mid, depth + 1, lo, cut))
+    return ranges

@@ -1,0 +1,190 @@
+"""URL rules: one canonical scheme and host, RFC 3986 percent-encoding, no session IDs, under 2,048 chars."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import SplitResult, urlsplit
+
+from sitemap_updater.core.text import forbidden_character
+
+MAX_URL_LENGTH = 2047  # sitemaps.org: "less than 2,048 characters"
+DEFAULT_SESSION_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_SUB_DELIMS = "!$&'()*+,;="
+_PATH_SAFE = frozenset(_UNRESERVED | set(_SUB_DELIMS) | set(":@/"))
+_QUERY_SAFE = frozenset(_PATH_SAFE | set("?"))
+_HEX = frozenset("0123456789abcdefABCDEF")
+# Path and query already in canonical form: only allowed characters, no escapes to normalise.
+_CLEAN_PATH = re.compile(r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
+_CLEAN_QUERY = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*")
+
+
+class UrlError(ValueError):
+    """A URL that breaks a rule; the message is the human reason."""
+
+
+def normalise_host(host: str) -> str:
+    """Lowercase and IDNA-encode a host name (``Bücher.DE`` -> ``xn--bcher-kva.de``)."""
+    host = host.lower()
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise UrlError(f"host {host!r} is not a valid internationalised domain name") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """The site whose sitemaps we publish: one canonical scheme and host (with port if not default)."""
+
+    scheme: str
+    netloc: str
+    session_params: frozenset[str] = field(default=DEFAULT_SESSION_PARAMS)
+
+    @classmethod
+    def parse(cls, base_url: str, session_params: frozenset[str] | None = None) -> Site:
+        """Build a Site from ``https://www.example.com`` (no path, query, fragment or user info)."""
+        parts = urlsplit(base_url.strip())
+        if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+            raise UrlError(f"site {base_url!r} must be an absolute http(s) URL such as https://www.example.com")
+        if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
+            raise UrlError(f"site {base_url!r} must be a scheme and host only, without path or query")
+        netloc = _netloc(parts, normalise_host(parts.hostname))
+        params = DEFAULT_SESSION_PARAMS if session_params is None else session_params
+        return cls(parts.scheme, netloc, frozenset(p.lower() for p in params))
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.scheme}://{self.netloc}"
+
+    def file_url(self, name: str) -> str:
+        """Absolute URL of a sitemap file published at the site's root."""
+        return f"{self.scheme}://{self.netloc}/{name}"
+
+
+def _netloc(parts: SplitResult, host: str) -> str:
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise UrlError(f"port in {parts.netloc!r} is not a number from 0 to 65535") from exc
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    if port is None or port == _DEFAULT_PORTS.get(parts.scheme):
+        return host
+    return f"{host}:{port}"
+
+
+def _percent_encode(component: str, safe: frozenset[str]) -> str:
+    """Percent-encode as UTF-8 what ``safe`` does not allow; normalise existing escapes, never double-encode."""
+    out: list[str] = []
+    i, n = 0, len(component)
+    while i < n:
+        char = component[i]
+        if char == "%":
+            pair = component[i + 1 : i + 3]
+            if len(pair) == 2 and pair[0] in _HEX and pair[1] in _HEX:
+                decoded = chr(int(pair, 16))
+                out.append(decoded if decoded in _UNRESERVED else "%" + pair.upper())
+                i += 3
+                continue
+        if char in safe:
+            out.append(char)
+        else:
+            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
+        i += 1
+    return "".join(out)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4."""
+    output: list[str] = []
+    for segment in path.split("/")[1:]:
+        if segment == "..":
+            if output:
+                output.pop()
+        elif segment != ".":
+            output.append(segment)
+    result = "/" + "/".join(output)
+    if path.endswith(("/.", "/..")) and not result.endswith("/"):
+        result += "/"
+    return result
+
+
+_PATH_PARAM = re.compile(r";([^/;=?]+)=[^/;?]*")
+
+
+def _strip_session_ids(path: str, query: str, names: frozenset[str], warnings: list[str]) -> tuple[str, str]:
+    if ";" in path:
+
+        def drop(match: re.Match[str]) -> str:
+            if match.group(1).lower() in names:
+                warnings.append(f"session ID parameter {match.group(1)!r} removed from the path")
+                return ""
+            return match.group(0)
+
+        path = _PATH_PARAM.sub(drop, path)
+    if query:
+        kept = []
+        for pair in query.split("&"):
+            name = pair.split("=", 1)[0]
+            if name.lower() in names:
+                warnings.append(f"session ID parameter {name!r} removed from the query")
+            else:
+                kept.append(pair)
+        query = "&".join(kept)
+    return path, query
+
+
+def _split_absolute(url: str) -> SplitResult:
+    problem = forbidden_character(url)
+    if problem is not None or any(c in url for c in "\t\n\r"):
+        raise UrlError(problem or "tab and line break characters are not allowed in a URL")
+    parts = urlsplit(url.strip(" "))
+    if parts.scheme not in _DEFAULT_PORTS:
+        shown = f"{parts.scheme}:" if parts.scheme else "a relative URL"
+        raise UrlError(f"must be an absolute http or https URL, not {shown}")
+    if not parts.netloc or not parts.hostname:
+        raise UrlError("must name a host")
+    if "@" in parts.netloc:
+        raise UrlError("user info (user:password@) is not allowed in a URL")
+    return parts
+
+
+def _assemble(scheme: str, netloc: str, path: str, query: str) -> str:
+    if not path:
+        path = "/"
+    if not _CLEAN_PATH.fullmatch(path):
+        path = _percent_encode(path, _PATH_SAFE)
+    if "/." in path:
+        path = _remove_dot_segments(path)
+    if query and not _CLEAN_QUERY.fullmatch(query):
+        query = _percent_encode(query, _QUERY_SAFE)
+    url = f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
+    if len(url) > MAX_URL_LENGTH:
+        raise UrlError(
+            f"is {len(url):,} characters after canonicalisation; sitemaps allow at most {MAX_URL_LENGTH:,}"
+        )
+    return url
+
+
+def canonical_page_url(url: str, site: Site, warnings: list[str] | None = None) -> str:
+    """Canonicalise a page URL of ``site``: its scheme and host, default port and fragment dropped,
+    RFC 3986 percent-encoding, session IDs stripped (a warning each), under 2,048 characters."""
+    parts = _split_absolute(url)
+    host = normalise_host(parts.hostname or "")
+    netloc = _netloc(parts, host)
+    if netloc != site.netloc:
+        raise UrlError(f"host {netloc!r} is not the site's host {site.netloc!r}")
+    path, query = _strip_session_ids(parts.path, parts.query, site.session_params, warnings if warnings is not None else [])
+    return _assemble(site.scheme, netloc, path, query)
+
+
+def canonical_media_url(url: str) -> str:
+    """Canonicalise a URL that may be on another host (images, videos, hreflang alternates)."""
+    parts = _split_absolute(url)
+    netloc = _netloc(parts, normalise_host(parts.hostname or ""))
+    return _assemble(parts.scheme, netloc, parts.path, parts.query)

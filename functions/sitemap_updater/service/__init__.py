@@ -1,0 +1,1 @@
+"""Use cases shared by the Lambda handlers and the CLI."""

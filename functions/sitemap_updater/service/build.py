@@ -1,0 +1,315 @@
+"""Full build: a JSONL export of page events in, every sitemap file and the index out.
+
+Memory stays flat whatever the number of pages: events are validated and rendered in parallel chunks,
+spilled to disk in 64 buckets of the key space, reduced to the newest state per URL bucket by bucket,
+and each file is rendered from only the records in its key range.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from array import array
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sitemap_updater.core.entry import Entry
+from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.layout import range_lastmod
+from sitemap_updater.core.records import decode_states, encode_state
+from sitemap_updater.core.reduce import PageState, newer, state_from_event
+from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, render_index, render_urlset
+from sitemap_updater.core.sharding import INDEX_NAME, Limits, plan_ranges
+from sitemap_updater.core.urls import Site
+
+BUCKET_BITS = 6
+BUCKETS = 1 << BUCKET_BITS
+_SHIFT = 64 - BUCKET_BITS
+_CHUNK_BYTES = 4 << 20
+_SITEMAP_FILE = "sitemap-*.xml.gz"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    line: int
+    reason: str
+
+
+@dataclass(slots=True)
+class BuildResult:
+    """What a build did: lines read, events accepted and rejected, files and bytes written."""
+
+    lines: int = 0
+    accepted: int = 0
+    rejections: list[Rejection] = field(default_factory=list)
+    warnings: list[tuple[int, str]] = field(default_factory=list)
+    urls: int = 0
+    files: list[str] = field(default_factory=list)
+    gzip_bytes: int = 0
+    xml_bytes: int = 0
+    removed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _ChunkResult:
+    path: str
+    bucket_spans: list[tuple[int, int]]
+    lines: int
+    accepted: int
+    rejections: list[Rejection]
+    warnings: list[tuple[int, str]]
+
+
+@dataclass(slots=True)
+class _SectionRuns:
+    """The reduced, sorted live records of one section, as spans of the per-bucket files."""
+
+    keys: array[int] = field(default_factory=lambda: array("Q"))
+    sizes: array[int] = field(default_factory=lambda: array("L"))
+    lastmods: array[int] = field(default_factory=lambda: array("q"))
+    spans: list[tuple[int, int, int]] = field(default_factory=list)  # bucket, offset, length
+    deleted: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _BucketSection:
+    keys: array[int]
+    sizes: array[int]
+    lastmods: array[int]
+    offset: int
+    length: int
+
+
+def _parse_chunk(
+    source: str, start: int, end: int, site: Site, spill_dir: str, chunk_id: int
+) -> _ChunkResult:
+    """Validate and render the lines in ``[start, end)`` of ``source``; spill states grouped by bucket."""
+    buckets: list[list[bytes]] = [[] for _ in range(BUCKETS)]
+    rejections: list[Rejection] = []
+    warnings: list[tuple[int, str]] = []
+    lines = accepted = 0
+    with Path(source).open("rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start)
+    for number, raw in enumerate(data.splitlines(), start=1):
+        lines = number
+        if not raw.strip():
+            continue
+        try:
+            parsed = parse_event(raw, site)
+        except EventRejected as exc:
+            rejections.append(Rejection(number, str(exc)))
+            continue
+        accepted += 1
+        for text in parsed.warnings:
+            warnings.append((number, f"url: {text}"))
+        if parsed.unknown_fields:
+            warnings.append((number, f"ignored unknown fields: {', '.join(parsed.unknown_fields)}"))
+        state = state_from_event(parsed.event)
+        key = state.entry.key if state.entry is not None else state.tombstone.key  # type: ignore[union-attr]
+        buckets[key >> _SHIFT].append(encode_state(state))
+    path = Path(spill_dir) / f"chunk-{chunk_id:05d}.bin"
+    spans = []
+    offset = 0
+    with path.open("wb") as out:
+        for records in buckets:
+            blob = b"".join(records)
+            out.write(blob)
+            spans.append((offset, len(blob)))
+            offset += len(blob)
+    return _ChunkResult(str(path), spans, lines, accepted, rejections, warnings)
+
+
+def _reduce_bucket(
+    bucket: int, sources: list[tuple[str, int, int]], spill_dir: str
+) -> tuple[str, dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
+    """Keep the newest state per URL of one bucket; write live records sorted by (section, key, url)."""
+    best: dict[str, PageState] = {}
+    for path, offset, length in sources:
+        if not length:
+            continue
+        with Path(path).open("rb") as handle:
+            handle.seek(offset)
+            data = handle.read(length)
+        for state in decode_states(data):
+            if newer(best.get(state.url), state):
+                best[state.url] = state
+    live: dict[str, list[Entry]] = defaultdict(list)
+    deleted: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for state in best.values():
+        if state.entry is not None:
+            live[state.entry.section].append(state.entry)
+        elif state.tombstone is not None:
+            deleted[state.tombstone.section].append((state.tombstone.key, state.tombstone.deleted_us))
+    path = Path(spill_dir) / f"bucket-{bucket:02d}.bin"
+    sections: dict[str, _BucketSection] = {}
+    offset = 0
+    with path.open("wb") as out:
+        for section in sorted(live):
+            entries = sorted(live[section], key=lambda e: e.sort_key)
+            blob = b"".join(encode_state(PageState(e.url, (0, 0), e, None)) for e in entries)
+            out.write(blob)
+            sections[section] = _BucketSection(
+                array("Q", [e.key for e in entries]),
+                array("L", [e.size for e in entries]),
+                array("q", [e.lastmod_us for e in entries]),
+                offset,
+                len(blob),
+            )
+            offset += len(blob)
+    return str(path), sections, {s: sorted(pairs) for s, pairs in deleted.items()}
+
+
+def _render_file(
+    name: str, sources: list[tuple[str, int, int]], start: int, end: int, as_of_us: int, out_dir: str
+) -> tuple[str, int, int, int, str]:
+    """Render one file from the records of its key range; write it atomically."""
+    entries: list[Entry] = []
+    for path, offset, length in sources:
+        with Path(path).open("rb") as handle:
+            handle.seek(offset)
+            data = handle.read(length)
+        entries.extend(
+            s.entry for s in decode_states(data) if s.entry is not None and start <= s.entry.key < end
+        )
+    rendered = render_urlset(entries, as_of_us)
+    _write_atomic(Path(out_dir) / name, rendered.data)
+    return name, rendered.url_count, len(rendered.data), rendered.xml_bytes, rendered.sha256
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def _chunks(path: Path, target: int) -> Iterator[tuple[int, int]]:
+    """Byte ranges of about ``target`` bytes that start and end on line boundaries."""
+    size = path.stat().st_size
+    start = 0
+    with path.open("rb") as handle:
+        while start < size:
+            handle.seek(min(start + target, size))
+            handle.readline()
+            end = min(handle.tell(), size) if start + target < size else size
+            yield start, end
+            start = end
+
+
+class _InlineExecutor(Executor):
+    """Runs tasks in this process (small inputs, or ``workers=1``)."""
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        from concurrent.futures import Future
+
+        future: Future[object] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            future.set_exception(exc)
+        return future
+
+
+def build(
+    events: Path,
+    out_dir: Path,
+    site: Site,
+    limits: Limits,
+    as_of_us: int,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> BuildResult:
+    """Build every sitemap file and ``sitemap.xml`` of ``site`` into ``out_dir`` from a JSONL export.
+
+    The newest event per URL wins (by version, then occurred_at), whatever the line order. ``as_of_us`` is
+    the moment news freshness is judged against. ``progress(done_bytes, total_bytes)`` reports parsing.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    total = events.stat().st_size
+    count = workers or os.cpu_count() or 1
+    executor: Executor = (
+        _InlineExecutor() if count == 1 or total < _CHUNK_BYTES else ProcessPoolExecutor(max_workers=count)
+    )
+    result = BuildResult()
+    with tempfile.TemporaryDirectory(prefix="sitemap-build-") as spill, executor:
+        chunks = list(_chunks(events, _CHUNK_BYTES))
+        futures = {
+            executor.submit(_parse_chunk, str(events), start, end, site, spill, i): (i, end - start)
+            for i, (start, end) in enumerate(chunks)
+        }
+        parsed: dict[int, _ChunkResult] = {}
+        done_bytes = 0
+        for future in as_completed(futures):
+            chunk_id, size = futures[future]
+            parsed[chunk_id] = future.result()
+            done_bytes += size
+            if progress is not None:
+                progress(done_bytes, total)
+        line_base = 0
+        for chunk_id in range(len(chunks)):
+            chunk = parsed[chunk_id]
+            result.accepted += chunk.accepted
+            result.rejections += [Rejection(r.line + line_base, r.reason) for r in chunk.rejections]
+            result.warnings += [(line + line_base, text) for line, text in chunk.warnings]
+            line_base += chunk.lines
+        result.lines = line_base
+
+        reduce_futures = [
+            executor.submit(
+                _reduce_bucket,
+                bucket,
+                [(c.path, *c.bucket_spans[bucket]) for c in (parsed[i] for i in range(len(chunks)))],
+                spill,
+            )
+            for bucket in range(BUCKETS)
+        ]
+        sections: dict[str, _SectionRuns] = defaultdict(_SectionRuns)
+        for bucket, future in enumerate(reduce_futures):
+            path, live, deleted = future.result()
+            for section, part in live.items():
+                runs = sections[section]
+                runs.keys.extend(part.keys)
+                runs.sizes.extend(part.sizes)
+                runs.lastmods.extend(part.lastmods)
+                runs.spans.append((bucket, part.offset, part.length))
+            for section, pairs in deleted.items():
+                sections[section].deleted.extend(pairs)
+        bucket_paths = [str(Path(spill) / f"bucket-{b:02d}.bin") for b in range(BUCKETS)]
+
+        items: list[IndexItem] = []
+        render_futures = []
+        for section in sorted(sections):
+            runs = sections[section]
+            if not runs.keys:
+                continue
+            for key_range in plan_ranges(runs.keys, runs.sizes, limits, FILE_OVERHEAD):
+                name = key_range.file_name(section)
+                first, last = key_range.start >> _SHIFT, (key_range.end - 1) >> _SHIFT
+                sources = [(bucket_paths[b], off, ln) for b, off, ln in runs.spans if first <= b <= last]
+                lastmod = range_lastmod(runs.keys, runs.lastmods, runs.deleted, key_range)
+                items.append(IndexItem(name, lastmod))
+                render_futures.append(
+                    executor.submit(
+                        _render_file, name, sources, key_range.start, key_range.end, as_of_us, str(out_dir)
+                    )
+                )
+        for future in render_futures:
+            name, urls, gz_bytes, xml_bytes, _digest = future.result()
+            result.files.append(name)
+            result.urls += urls
+            result.gzip_bytes += gz_bytes
+            result.xml_bytes += xml_bytes
+    index = render_index(site.base_url, items)
+    _write_atomic(out_dir / INDEX_NAME, index)
+    result.gzip_bytes += len(index)
+    result.xml_bytes += len(index)
+    keep = set(result.files)
+    for stale in sorted(out_dir.glob(_SITEMAP_FILE)):
+        if stale.name not in keep:
+            stale.unlink()
+            result.removed.append(stale.name)
+    return result
