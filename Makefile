@@ -28,7 +28,7 @@ test: lint typecheck
 	$(BIN)/pytest -q
 
 schema: venv
-	$(BIN)/python -m sitemap_updater.core.schema > docs/event.schema.json
+	$(BIN)/sitemap-updater schema > docs/event.schema.json
 
 demo: venv
 	rm -rf out/demo

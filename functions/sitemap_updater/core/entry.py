@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from sitemap_updater.core.events import Image, News, PageEvent, Video, to_micros
 from sitemap_updater.core.sharding import page_key
@@ -47,7 +47,11 @@ class Entry:
 
 def default_section(url: str) -> str:
     """The first path segment when more segments follow it (``/blog/x`` -> ``blog``), else ``root``."""
-    path = urlsplit(url).path
+    after_scheme = url.find("//") + 2
+    path_start = url.find("/", after_scheme)
+    if path_start < 0:
+        return ROOT_SECTION
+    path = url[path_start:].split("?", 1)[0]
     first, slash, _rest = path[1:].partition("/")
     if slash and first:
         return unquote(first)
@@ -57,7 +61,8 @@ def default_section(url: str) -> str:
 def w3c(value: date | datetime) -> str:
     """``YYYY-MM-DD`` for a date; ``YYYY-MM-DDThh:mm:ss+00:00`` (UTC, whole seconds) for a date-time."""
     if isinstance(value, datetime):
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        v = value.astimezone(UTC) if value.utcoffset() else value
+        return f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}+00:00"
     return value.isoformat()
 
 

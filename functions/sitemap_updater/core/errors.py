@@ -34,13 +34,17 @@ class EventRejected(ValueError):
         problems = []
         for item in error.errors(include_url=False, include_input=False):
             field = _field_path(item["loc"], prefix)
-            message = str(item["msg"]).removeprefix("Value error, ")
+            message = _MESSAGES.get(item["type"]) or str(item["msg"]).removeprefix("Value error, ")
             problems.append(Problem(field, message))
         return cls(problems)
 
 
 class LimitExceeded(RuntimeError):
     """A protocol limit cannot be met (for example more than 50,000 sitemap files in one index)."""
+
+
+# Clearer words for pydantic errors that users meet.
+_MESSAGES = {"string_unicode": "contains a lone surrogate, which is not allowed in XML"}
 
 
 def _field_path(loc: tuple[int | str, ...], prefix: str) -> str:

@@ -81,7 +81,7 @@ ChangeFreq = Literal["always", "hourly", "daily", "weekly", "monthly", "yearly",
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False)
+    model_config = ConfigDict(extra="allow", frozen=True)
 
 
 class Image(_Model):
@@ -188,6 +188,14 @@ class PageEvent(_Model):
         return (-1 if self.version is None else self.version, to_micros(self.occurred_at))
 
 
+def event_json_schema() -> dict[str, Any]:
+    """JSON Schema of the event contract, as published in ``docs/event.schema.json``."""
+    schema = PageEvent.model_json_schema(mode="validation")
+    schema["$id"] = "urn:sitemap-updater:event:v1"
+    schema["title"] = "sitemap-updater page event, contract v1"
+    return schema
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedEvent:
     """A valid event with what was noticed on the way: removed session IDs, ignored unknown fields."""
@@ -208,8 +216,18 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEvent:
     """Decode, unwrap (EventBridge, SNS) and validate one event; raise EventRejected naming the field."""
+    if isinstance(body, str | bytes):
+        # Fast path: a plain event validated straight from JSON. Anything else (an envelope, an error)
+        # takes the general path below, which also words the errors.
+        context: dict[str, Any] = {"site": site, "warnings": []}
+        try:
+            event = PageEvent.model_validate_json(body, context=context)
+        except ValidationError:
+            pass
+        else:
+            return ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, "")))
     data, prefix = _unwrap(_decode(body, "(body)"), "")
-    context: dict[str, Any] = {"site": site, "warnings": []}
+    context = {"site": site, "warnings": []}
     try:
         event = PageEvent.model_validate(data, context=context)
     except ValidationError as exc:
@@ -242,12 +260,19 @@ def _unwrap(data: Any, prefix: str) -> tuple[Any, str]:
 
 
 def _unknown_fields(model: BaseModel, prefix: str) -> list[str]:
-    found = [f"{prefix}{name}" for name in sorted(model.model_extra or {})]
-    for name in type(model).model_fields:
+    """Paths of input fields the models do not know (ignored, and reported so they can be logged)."""
+    found = [f"{prefix}{name}" for name in model.model_extra or ()]
+    for name in _NESTED.get(type(model), ()):
         value = getattr(model, name)
-        items = value if isinstance(value, list) else [value]
-        for index, item in enumerate(items):
-            if isinstance(item, BaseModel):
-                where = f"{prefix}{name}[{index}]." if isinstance(value, list) else f"{prefix}{name}."
-                found.extend(_unknown_fields(item, where))
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                found.extend(_unknown_fields(item, f"{prefix}{name}[{index}]."))
+        elif value is not None:
+            found.extend(_unknown_fields(value, f"{prefix}{name}."))
     return found
+
+
+_NESTED: dict[type[BaseModel], tuple[str, ...]] = {
+    PageEvent: ("images", "videos", "news", "alternates"),
+    Video: ("restriction", "uploader", "platform"),
+}

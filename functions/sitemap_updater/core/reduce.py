@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sitemap_updater.core.entry import Entry, default_section, entry_from_event, moment_micros
@@ -18,6 +19,14 @@ class PageState:
     order: tuple[int, int]
     entry: Entry | None
     tombstone: Tombstone | None
+
+    @property
+    def key(self) -> int:
+        """The page's 64-bit key."""
+        if self.entry is not None:
+            return self.entry.key
+        assert self.tombstone is not None
+        return self.tombstone.key
 
     @property
     def rank(self) -> tuple[tuple[int, int], int, bytes]:
@@ -40,3 +49,19 @@ def state_from_event(event: PageEvent) -> PageState:
 def newer(current: PageState | None, candidate: PageState) -> bool:
     """True when ``candidate`` should replace ``current`` (an equal state is not newer)."""
     return current is None or candidate.rank > current.rank
+
+
+def reduce_states(states: Iterable[PageState]) -> dict[str, PageState]:
+    """The newest state per URL, whatever the order the states come in."""
+    best: dict[str, PageState] = {}
+    for state in states:
+        if newer(best.get(state.url), state):
+            best[state.url] = state
+    return best
+
+
+def split_states(states: Iterable[PageState]) -> tuple[list[Entry], list[Tombstone]]:
+    """Live entries and tombstones of a set of page states."""
+    entries = [s.entry for s in states if s.entry is not None]
+    tombstones = [s.tombstone for s in states if s.tombstone is not None]
+    return entries, tombstones

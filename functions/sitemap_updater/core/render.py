@@ -8,7 +8,15 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sitemap_updater.core.entry import FLAG_IMAGE, FLAG_NEWS, FLAG_VIDEO, FLAG_XHTML, URL_CLOSE, Entry, w3c_micros
+from sitemap_updater.core.entry import (
+    FLAG_IMAGE,
+    FLAG_NEWS,
+    FLAG_VIDEO,
+    FLAG_XHTML,
+    URL_CLOSE,
+    Entry,
+    w3c_micros,
+)
 from sitemap_updater.core.errors import LimitExceeded
 from sitemap_updater.core.sharding import MAX_FILES_PER_INDEX
 

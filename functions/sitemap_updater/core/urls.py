@@ -44,6 +44,18 @@ class Site:
     scheme: str
     netloc: str
     session_params: frozenset[str] = field(default=DEFAULT_SESSION_PARAMS)
+    _canonical: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # URLs already in canonical form (the common case) are recognised by one match and kept as they are.
+        prefix = re.escape(f"{self.scheme}://{self.netloc}")
+        object.__setattr__(self, "_canonical", re.compile(rf"{prefix}{_CLEAN_PATH.pattern}"))
+
+    def is_canonical(self, url: str) -> bool:
+        """True when ``url`` is on this site and needs no change at all (checked without parsing)."""
+        if len(url) > MAX_URL_LENGTH or "/." in url or ";" in url or "?" in url:
+            return False
+        return self._canonical.fullmatch(url) is not None
 
     @classmethod
     def parse(cls, base_url: str, session_params: frozenset[str] | None = None) -> Site:
@@ -165,21 +177,23 @@ def _assemble(scheme: str, netloc: str, path: str, query: str) -> str:
         query = _percent_encode(query, _QUERY_SAFE)
     url = f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
     if len(url) > MAX_URL_LENGTH:
-        raise UrlError(
-            f"is {len(url):,} characters after canonicalisation; sitemaps allow at most {MAX_URL_LENGTH:,}"
-        )
+        raise UrlError(f"is {len(url):,} characters after canonicalisation; sitemaps allow at most {MAX_URL_LENGTH:,}")
     return url
 
 
 def canonical_page_url(url: str, site: Site, warnings: list[str] | None = None) -> str:
     """Canonicalise a page URL of ``site``: its scheme and host, default port and fragment dropped,
     RFC 3986 percent-encoding, session IDs stripped (a warning each), under 2,048 characters."""
+    if site.is_canonical(url):
+        return url
     parts = _split_absolute(url)
     host = normalise_host(parts.hostname or "")
     netloc = _netloc(parts, host)
     if netloc != site.netloc:
         raise UrlError(f"host {netloc!r} is not the site's host {site.netloc!r}")
-    path, query = _strip_session_ids(parts.path, parts.query, site.session_params, warnings if warnings is not None else [])
+    path, query = _strip_session_ids(
+        parts.path, parts.query, site.session_params, warnings if warnings is not None else []
+    )
     return _assemble(site.scheme, netloc, path, query)
 
 

@@ -12,7 +12,7 @@ import tempfile
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.layout import range_lastmod
 from sitemap_updater.core.records import decode_states, encode_state
-from sitemap_updater.core.reduce import PageState, newer, state_from_event
+from sitemap_updater.core.reduce import PageState, reduce_states, state_from_event
 from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, render_index, render_urlset
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, plan_ranges
 from sitemap_updater.core.urls import Site
@@ -84,9 +84,7 @@ class _BucketSection:
     length: int
 
 
-def _parse_chunk(
-    source: str, start: int, end: int, site: Site, spill_dir: str, chunk_id: int
-) -> _ChunkResult:
+def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, chunk_id: int) -> _ChunkResult:
     """Validate and render the lines in ``[start, end)`` of ``source``; spill states grouped by bucket."""
     buckets: list[list[bytes]] = [[] for _ in range(BUCKETS)]
     rejections: list[Rejection] = []
@@ -110,8 +108,7 @@ def _parse_chunk(
         if parsed.unknown_fields:
             warnings.append((number, f"ignored unknown fields: {', '.join(parsed.unknown_fields)}"))
         state = state_from_event(parsed.event)
-        key = state.entry.key if state.entry is not None else state.tombstone.key  # type: ignore[union-attr]
-        buckets[key >> _SHIFT].append(encode_state(state))
+        buckets[state.key >> _SHIFT].append(encode_state(state))
     path = Path(spill_dir) / f"chunk-{chunk_id:05d}.bin"
     spans = []
     offset = 0
@@ -126,18 +123,9 @@ def _parse_chunk(
 
 def _reduce_bucket(
     bucket: int, sources: list[tuple[str, int, int]], spill_dir: str
-) -> tuple[str, dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
+) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
     """Keep the newest state per URL of one bucket; write live records sorted by (section, key, url)."""
-    best: dict[str, PageState] = {}
-    for path, offset, length in sources:
-        if not length:
-            continue
-        with Path(path).open("rb") as handle:
-            handle.seek(offset)
-            data = handle.read(length)
-        for state in decode_states(data):
-            if newer(best.get(state.url), state):
-                best[state.url] = state
+    best = reduce_states(state for data in _read_spans(sources) for state in decode_states(data))
     live: dict[str, list[Entry]] = defaultdict(list)
     deleted: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for state in best.values():
@@ -161,24 +149,30 @@ def _reduce_bucket(
                 len(blob),
             )
             offset += len(blob)
-    return str(path), sections, {s: sorted(pairs) for s, pairs in deleted.items()}
+    return sections, {s: sorted(pairs) for s, pairs in deleted.items()}
 
 
 def _render_file(
     name: str, sources: list[tuple[str, int, int]], start: int, end: int, as_of_us: int, out_dir: str
-) -> tuple[str, int, int, int, str]:
+) -> tuple[str, int, int, int]:
     """Render one file from the records of its key range; write it atomically."""
-    entries: list[Entry] = []
-    for path, offset, length in sources:
-        with Path(path).open("rb") as handle:
-            handle.seek(offset)
-            data = handle.read(length)
-        entries.extend(
-            s.entry for s in decode_states(data) if s.entry is not None and start <= s.entry.key < end
-        )
+    entries = [
+        s.entry
+        for data in _read_spans(sources)
+        for s in decode_states(data)
+        if s.entry is not None and start <= s.entry.key < end
+    ]
     rendered = render_urlset(entries, as_of_us)
     _write_atomic(Path(out_dir) / name, rendered.data)
-    return name, rendered.url_count, len(rendered.data), rendered.xml_bytes, rendered.sha256
+    return name, rendered.url_count, len(rendered.data), rendered.xml_bytes
+
+
+def _read_spans(sources: list[tuple[str, int, int]]) -> Iterator[bytes]:
+    for path, offset, length in sources:
+        if length:
+            with Path(path).open("rb") as handle:
+                handle.seek(offset)
+                yield handle.read(length)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -200,20 +194,6 @@ def _chunks(path: Path, target: int) -> Iterator[tuple[int, int]]:
             start = end
 
 
-class _InlineExecutor(Executor):
-    """Runs tasks in this process (small inputs, or ``workers=1``)."""
-
-    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
-        from concurrent.futures import Future
-
-        future: Future[object] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
-            future.set_exception(exc)
-        return future
-
-
 def build(
     events: Path,
     out_dir: Path,
@@ -231,78 +211,17 @@ def build(
     out_dir.mkdir(parents=True, exist_ok=True)
     total = events.stat().st_size
     count = workers or os.cpu_count() or 1
+    # Small inputs are not worth starting processes for; one thread runs the same tasks in this process.
     executor: Executor = (
-        _InlineExecutor() if count == 1 or total < _CHUNK_BYTES else ProcessPoolExecutor(max_workers=count)
+        ThreadPoolExecutor(max_workers=1)
+        if count == 1 or total < _CHUNK_BYTES
+        else ProcessPoolExecutor(max_workers=count)
     )
     result = BuildResult()
     with tempfile.TemporaryDirectory(prefix="sitemap-build-") as spill, executor:
-        chunks = list(_chunks(events, _CHUNK_BYTES))
-        futures = {
-            executor.submit(_parse_chunk, str(events), start, end, site, spill, i): (i, end - start)
-            for i, (start, end) in enumerate(chunks)
-        }
-        parsed: dict[int, _ChunkResult] = {}
-        done_bytes = 0
-        for future in as_completed(futures):
-            chunk_id, size = futures[future]
-            parsed[chunk_id] = future.result()
-            done_bytes += size
-            if progress is not None:
-                progress(done_bytes, total)
-        line_base = 0
-        for chunk_id in range(len(chunks)):
-            chunk = parsed[chunk_id]
-            result.accepted += chunk.accepted
-            result.rejections += [Rejection(r.line + line_base, r.reason) for r in chunk.rejections]
-            result.warnings += [(line + line_base, text) for line, text in chunk.warnings]
-            line_base += chunk.lines
-        result.lines = line_base
-
-        reduce_futures = [
-            executor.submit(
-                _reduce_bucket,
-                bucket,
-                [(c.path, *c.bucket_spans[bucket]) for c in (parsed[i] for i in range(len(chunks)))],
-                spill,
-            )
-            for bucket in range(BUCKETS)
-        ]
-        sections: dict[str, _SectionRuns] = defaultdict(_SectionRuns)
-        for bucket, future in enumerate(reduce_futures):
-            path, live, deleted = future.result()
-            for section, part in live.items():
-                runs = sections[section]
-                runs.keys.extend(part.keys)
-                runs.sizes.extend(part.sizes)
-                runs.lastmods.extend(part.lastmods)
-                runs.spans.append((bucket, part.offset, part.length))
-            for section, pairs in deleted.items():
-                sections[section].deleted.extend(pairs)
-        bucket_paths = [str(Path(spill) / f"bucket-{b:02d}.bin") for b in range(BUCKETS)]
-
-        items: list[IndexItem] = []
-        render_futures = []
-        for section in sorted(sections):
-            runs = sections[section]
-            if not runs.keys:
-                continue
-            for key_range in plan_ranges(runs.keys, runs.sizes, limits, FILE_OVERHEAD):
-                name = key_range.file_name(section)
-                first, last = key_range.start >> _SHIFT, (key_range.end - 1) >> _SHIFT
-                sources = [(bucket_paths[b], off, ln) for b, off, ln in runs.spans if first <= b <= last]
-                lastmod = range_lastmod(runs.keys, runs.lastmods, runs.deleted, key_range)
-                items.append(IndexItem(name, lastmod))
-                render_futures.append(
-                    executor.submit(
-                        _render_file, name, sources, key_range.start, key_range.end, as_of_us, str(out_dir)
-                    )
-                )
-        for future in render_futures:
-            name, urls, gz_bytes, xml_bytes, _digest = future.result()
-            result.files.append(name)
-            result.urls += urls
-            result.gzip_bytes += gz_bytes
-            result.xml_bytes += xml_bytes
+        chunks = _parse_all(executor, events, site, spill, result, progress)
+        sections = _reduce_all(executor, chunks, spill)
+        items = _render_all(executor, sections, spill, limits, as_of_us, out_dir, result)
     index = render_index(site.base_url, items)
     _write_atomic(out_dir / INDEX_NAME, index)
     result.gzip_bytes += len(index)
@@ -313,3 +232,91 @@ def build(
             stale.unlink()
             result.removed.append(stale.name)
     return result
+
+
+def _parse_all(
+    executor: Executor,
+    events: Path,
+    site: Site,
+    spill: str,
+    result: BuildResult,
+    progress: Callable[[int, int], None] | None,
+) -> list[_ChunkResult]:
+    """Phase 1: validate and render every line, in chunks; line numbers are made absolute here."""
+    total = events.stat().st_size
+    ranges = list(_chunks(events, _CHUNK_BYTES))
+    futures = {
+        executor.submit(_parse_chunk, str(events), start, end, site, spill, i): (i, end - start)
+        for i, (start, end) in enumerate(ranges)
+    }
+    parsed: dict[int, _ChunkResult] = {}
+    done_bytes = 0
+    for future in as_completed(futures):
+        chunk_id, size = futures[future]
+        parsed[chunk_id] = future.result()
+        done_bytes += size
+        if progress is not None:
+            progress(done_bytes, total)
+    chunks = [parsed[i] for i in range(len(ranges))]
+    line_base = 0
+    for chunk in chunks:
+        result.accepted += chunk.accepted
+        result.rejections += [Rejection(r.line + line_base, r.reason) for r in chunk.rejections]
+        result.warnings += [(line + line_base, text) for line, text in chunk.warnings]
+        line_base += chunk.lines
+    result.lines = line_base
+    return chunks
+
+
+def _reduce_all(executor: Executor, chunks: list[_ChunkResult], spill: str) -> dict[str, _SectionRuns]:
+    """Phase 2: the newest state per URL, bucket by bucket; collect each section's sorted keys and sizes."""
+    futures = [
+        executor.submit(_reduce_bucket, bucket, [(c.path, *c.bucket_spans[bucket]) for c in chunks], spill)
+        for bucket in range(BUCKETS)
+    ]
+    sections: dict[str, _SectionRuns] = defaultdict(_SectionRuns)
+    for bucket, future in enumerate(futures):
+        live, deleted = future.result()
+        for section, part in live.items():
+            runs = sections[section]
+            runs.keys.extend(part.keys)
+            runs.sizes.extend(part.sizes)
+            runs.lastmods.extend(part.lastmods)
+            runs.spans.append((bucket, part.offset, part.length))
+        for section, pairs in deleted.items():
+            sections[section].deleted.extend(pairs)
+    return sections
+
+
+def _render_all(
+    executor: Executor,
+    sections: dict[str, _SectionRuns],
+    spill: str,
+    limits: Limits,
+    as_of_us: int,
+    out_dir: Path,
+    result: BuildResult,
+) -> list[IndexItem]:
+    """Phase 3: plan each section's files and render them from the records in their key ranges."""
+    bucket_paths = [str(Path(spill) / f"bucket-{b:02d}.bin") for b in range(BUCKETS)]
+    items: list[IndexItem] = []
+    futures = []
+    for section in sorted(sections):
+        runs = sections[section]
+        if not runs.keys:
+            continue
+        for key_range in plan_ranges(runs.keys, runs.sizes, limits, FILE_OVERHEAD):
+            name = key_range.file_name(section)
+            first, last = key_range.start >> _SHIFT, (key_range.end - 1) >> _SHIFT
+            sources = [(bucket_paths[b], off, ln) for b, off, ln in runs.spans if first <= b <= last]
+            items.append(IndexItem(name, range_lastmod(runs.keys, runs.lastmods, runs.deleted, key_range)))
+            futures.append(
+                executor.submit(_render_file, name, sources, key_range.start, key_range.end, as_of_us, str(out_dir))
+            )
+    for future in futures:
+        name, urls, gz_bytes, xml_bytes = future.result()
+        result.files.append(name)
+        result.urls += urls
+        result.gzip_bytes += gz_bytes
+        result.xml_bytes += xml_bytes
+    return items

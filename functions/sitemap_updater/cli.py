@@ -1,0 +1,171 @@
+"""Command line: ``sitemap-updater build`` (and, as the pipeline lands, ``import`` and ``local``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+from sitemap_updater.core.errors import LimitExceeded
+from sitemap_updater.core.events import event_json_schema, to_micros
+from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE, Limits
+from sitemap_updater.core.urls import Site, UrlError
+from sitemap_updater.service.build import BuildResult, build
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _site(value: str) -> Site:
+    try:
+        return Site.parse(value)
+    except UrlError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _max_urls(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if not 1 <= number <= MAX_URLS_PER_FILE:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_URLS_PER_FILE:,}")
+    return number
+
+
+def _moment(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an ISO 8601 date-time") from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{value!r} needs a UTC offset, such as Z")
+    return moment
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sitemap-updater",
+        description="Event-driven, byte-stable XML sitemaps for large sites.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    b = commands.add_parser(
+        "build",
+        help="build every sitemap file and the index from a JSONL export of page events",
+        description=(
+            "Build gzip sitemap files and sitemap.xml from page events, one JSON object per line. "
+            "Upserts add pages, deletes remove them; the newest event per URL wins by (version, "
+            "occurred_at), whatever the line order. Rejected lines are reported on stderr with their "
+            "line number and reason; they do not stop the build."
+        ),
+    )
+    b.add_argument("--site", required=True, type=_site, help="canonical scheme and host, e.g. https://www.example.com")
+    b.add_argument("--events", required=True, type=Path, metavar="PAGES.jsonl", help="page events, one per line")
+    b.add_argument("--out", required=True, type=Path, metavar="DIR", help="directory for the files (created)")
+    b.add_argument(
+        "--max-urls-per-file",
+        type=_max_urls,
+        default=DEFAULT_URLS_PER_FILE,
+        metavar="N",
+        help=f"split a file above N URLs (default {DEFAULT_URLS_PER_FILE:,}, at most {MAX_URLS_PER_FILE:,}); "
+        "files are also split before 52,428,800 uncompressed bytes",
+    )
+    b.add_argument(
+        "--as-of",
+        type=_moment,
+        default=None,
+        metavar="DATETIME",
+        help="the moment news freshness (2 days) is judged against (default: now); fix it for reproducible output",
+    )
+    b.add_argument("--workers", type=int, default=None, metavar="N", help="processes to use (default: all cores)")
+    b.add_argument("--quiet", action="store_true", help="print only the summary and rejected lines")
+    commands.add_parser("schema", help="print the JSON Schema of the event contract (docs/event.schema.json)")
+    return parser
+
+
+class _Progress:
+    """A one-line progress bar on a terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._active = stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self._active or not total:
+            return
+        share = done / total
+        bar = "#" * int(share * 30)
+        self._stream.write(f"\rvalidating [{bar:<30}] {share:6.1%}")
+        self._stream.flush()
+
+    def close(self) -> None:
+        if self._active:
+            self._stream.write("\n")
+
+
+def _summary(result: BuildResult, out: Path, seconds: float) -> str:
+    lines = [
+        f"{result.lines:,} lines read: {result.accepted:,} events accepted, {len(result.rejections):,} rejected",
+        f"{len(result.files):,} sitemap files + sitemap.xml in {out}: {result.urls:,} URLs, "
+        f"{result.gzip_bytes:,} bytes written ({result.xml_bytes:,} bytes of XML) in {seconds:.1f} s",
+    ]
+    if result.removed:
+        lines.append(f"{len(result.removed):,} sitemap files no longer part of the site removed")
+    return "\n".join(lines)
+
+
+def _build(args: argparse.Namespace) -> int:
+    events: Path = args.events
+    if not events.is_file():
+        print(f"sitemap-updater: cannot read {events}: no such file", file=sys.stderr)
+        return EXIT_USAGE
+    as_of = args.as_of or datetime.now(UTC)
+    progress = _Progress(sys.stderr)
+    started = time.perf_counter()
+    try:
+        result = build(
+            events,
+            args.out,
+            args.site,
+            Limits(max_urls=args.max_urls_per_file),
+            to_micros(as_of),
+            workers=args.workers,
+            progress=None if args.quiet else progress,
+        )
+    except OSError as exc:
+        progress.close()
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except LimitExceeded as exc:
+        progress.close()
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    progress.close()
+    for rejection in result.rejections:
+        print(f"{events}:{rejection.line}: rejected: {rejection.reason}", file=sys.stderr)
+    if not args.quiet:
+        for line, text in result.warnings:
+            print(f"{events}:{line}: warning: {text}", file=sys.stderr)
+    print(_summary(result, args.out, time.perf_counter() - started))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sitemap-updater`` console script."""
+    args = _parser().parse_args(argv)
+    if args.command == "build":
+        return _build(args)
+    if args.command == "schema":
+        print(json.dumps(event_json_schema(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

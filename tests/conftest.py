@@ -1,0 +1,48 @@
+"""Shared fixtures: a site, event factories, and the reference renderer used as the oracle."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+import pytest
+
+from sitemap_updater.core.events import PageEvent, parse_event
+from sitemap_updater.core.layout import SiteFiles, build_site
+from sitemap_updater.core.reduce import PageState, reduce_states, split_states, state_from_event
+from sitemap_updater.core.sharding import Limits
+from sitemap_updater.core.urls import Site
+
+BASE = "https://www.example.com"
+AS_OF_US = 1_795_262_400_000_000  # 2026-11-21T12:00:00Z
+
+
+@pytest.fixture
+def site() -> Site:
+    return Site.parse(BASE)
+
+
+def event(url: Any = f"{BASE}/blog/a", **fields: Any) -> dict[str, Any]:
+    """A valid upsert event body (as a dict), with overrides."""
+    body: dict[str, Any] = {"type": "upsert", "url": url, "occurred_at": "2026-11-20T10:00:00Z"}
+    body.update(fields)
+    return body
+
+
+def parse(body: dict[str, Any] | str, site: Site | None = None) -> PageEvent:
+    raw = body if isinstance(body, str) else json.dumps(body)
+    return parse_event(raw, site or Site.parse(BASE)).event
+
+
+@lru_cache(maxsize=100_000)
+def _state(raw: str) -> PageState:
+    return state_from_event(parse(raw))
+
+
+def reference_site(bodies: Iterable[dict[str, Any]], limits: Limits | None = None) -> SiteFiles:
+    """What the newest event per URL renders to: the oracle every build path must match."""
+    states = reduce_states(_state(json.dumps(b, sort_keys=True)) for b in bodies)
+    entries, tombstones = split_states(states.values())
+    return build_site(entries, tombstones, limits or Limits(), AS_OF_US, BASE)

@@ -1,0 +1,152 @@
+"""`sitemap-updater build`: what a user runs on a full export, checked against schemas and a real parser."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lxml import etree
+
+from sitemap_updater.cli import main
+from sitemap_updater.core.sharding import MAX_BYTES_PER_FILE, Limits
+from tests.conftest import BASE, event, reference_site
+
+ROOT = Path(__file__).resolve().parents[2]
+XSD_VALIDATE = ROOT.parent / "shared" / "xsd" / "validate.py"
+SAMPLE = ROOT / "events" / "pages.jsonl"
+AS_OF = "2026-11-21T12:00:00Z"
+NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+
+
+def write_jsonl(path: Path, bodies: list[dict[str, Any]], extra_lines: tuple[str, ...] = ()) -> Path:
+    with path.open("w", encoding="utf-8") as out:
+        for body in bodies:
+            out.write(json.dumps(body, ensure_ascii=False) + "\n")
+        for line in extra_lines:
+            out.write(line + "\n")
+    return path
+
+
+def run_build(events: Path, out: Path, *extra: str) -> int:
+    return main(["build", "--site", BASE, "--events", str(events), "--out", str(out), "--as-of", AS_OF, *extra])
+
+
+def published(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def sample_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sample")
+    assert run_build(SAMPLE, out) == 0
+    return out
+
+
+def test_sample_build_writes_sitemaps_and_index(sample_out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    names = set(published(sample_out))
+    assert "sitemap.xml" in names
+    assert {n for n in names if n.endswith(".xml.gz")} == {
+        "sitemap-blog-00000000.xml.gz", "sitemap-de-at-00000000.xml.gz", "sitemap-en-00000000.xml.gz",
+        "sitemap-news-00000000.xml.gz", "sitemap-products-00000000.xml.gz", "sitemap-root-00000000.xml.gz",
+        "sitemap-videos-00000000.xml.gz",
+    }  # fmt: skip
+
+
+@pytest.mark.skipif(not XSD_VALIDATE.exists(), reason="../shared/xsd is not beside the repository; schemas unavailable")
+def test_every_written_file_validates_against_the_official_schemas(sample_out: Path) -> None:
+    files = [str(p) for p in sorted(sample_out.iterdir())]
+    run = subprocess.run([sys.executable, str(XSD_VALIDATE), *files], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_a_third_party_parser_reads_every_page(sample_out: Path) -> None:
+    from usp.tree import sitemap_from_str  # ultimate-sitemap-parser
+
+    pages = []
+    for path in sorted(sample_out.glob("*.xml.gz")):
+        parsed = sitemap_from_str(gzip.decompress(path.read_bytes()).decode("utf-8"))
+        pages += [page.url for page in parsed.all_pages()]
+    assert sorted(pages) == sorted([
+        f"{BASE}/about", f"{BASE}/blog/hello-world", f"{BASE}/blog/%C3%BCber-uns%20&%20mehr",
+        f"{BASE}/de-at/preise", f"{BASE}/en/pricing", f"{BASE}/news/city-council-vote",
+        f"{BASE}/products/espresso-machine", f"{BASE}/videos/latte-art",
+    ])  # fmt: skip
+
+
+def test_newest_event_wins_and_deleted_pages_are_gone(sample_out: Path) -> None:
+    blog = etree.fromstring(gzip.decompress((sample_out / "sitemap-blog-00000000.xml.gz").read_bytes()))
+    lastmods = {u.findtext("s:loc", namespaces=NS): u.findtext("s:lastmod", namespaces=NS) for u in blog}
+    assert lastmods[f"{BASE}/blog/hello-world"] == "2026-11-20T11:30:00+00:00"  # version 2, not the late version 1
+    assert f"{BASE}/blog/old-post" not in lastmods
+
+
+def test_rejected_lines_are_reported_with_line_number_and_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = write_jsonl(tmp_path / "e.jsonl", [event()], ("{broken", json.dumps(event(priority=7))))
+    assert run_build(events, tmp_path / "out") == 0
+    err = capsys.readouterr()
+    assert f"{events}:2: rejected: (body): not valid JSON" in err.err
+    assert f"{events}:3: rejected: priority:" in err.err
+    assert "3 lines read: 1 events accepted, 2 rejected" in err.out
+    assert "1 URLs" in err.out
+
+
+def test_unreadable_input_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_build(tmp_path / "missing.jsonl", tmp_path / "out") != 0
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--site", "--events", "--out", "--max-urls-per-file", "--as-of", "--workers", "--quiet"):
+        assert option in text
+
+
+def test_build_output_equals_the_reference_whatever_the_line_order(tmp_path: Path) -> None:
+    # Given a site with updates and deletes, written in two different line orders
+    bodies = [event(f"{BASE}/{s}/p{i}", version=1, lastmod="2026-11-02") for s in ("a", "b") for i in range(400)]
+    bodies += [dict(b, version=2, lastmod="2026-11-09") for b in bodies[::7]]
+    bodies += [event(b["url"], type="delete", version=3, occurred_at="2026-11-12T00:00:00Z") for b in bodies[::11]]
+    forward = write_jsonl(tmp_path / "forward.jsonl", bodies)
+    backward = write_jsonl(tmp_path / "backward.jsonl", bodies[::-1])
+    # When both are built
+    assert run_build(forward, tmp_path / "f", "--max-urls-per-file", "100") == 0
+    assert run_build(backward, tmp_path / "b", "--max-urls-per-file", "100") == 0
+    # Then both equal, byte for byte, what the reference model renders
+    expected = reference_site(bodies, Limits(max_urls=100)).all_bytes()
+    assert published(tmp_path / "f") == expected
+    assert published(tmp_path / "b") == expected
+
+
+def test_a_rebuild_removes_files_no_longer_in_the_site(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_build(write_jsonl(tmp_path / "1.jsonl", [event(f"{BASE}/old/x")]), out) == 0
+    assert run_build(write_jsonl(tmp_path / "2.jsonl", [event(f"{BASE}/new/x")]), out) == 0
+    assert set(published(out)) == {"sitemap.xml", "sitemap-new-00000000.xml.gz"}
+
+
+@pytest.mark.slow
+def test_120001_urls_in_one_section_stay_within_every_limit(tmp_path: Path) -> None:
+    # Given 120,001 pages in one section, some with long URLs, built with processes
+    bodies = [event(f"{BASE}/blog/{'long-' * (i % 7 * 40)}{i}") for i in range(120_001)]
+    events = write_jsonl(tmp_path / "big.jsonl", bodies)
+    for max_urls in ("10000", "50000"):
+        out = tmp_path / f"out-{max_urls}"
+        assert run_build(events, out, "--max-urls-per-file", max_urls, "--workers", "2", "--quiet") == 0
+        # Then each file is within the URL and byte limits and every page is there once
+        total = 0
+        for path in out.glob("*.xml.gz"):
+            xml = gzip.decompress(path.read_bytes())
+            count = xml.count(b"<url>")
+            assert count <= int(max_urls)
+            assert len(xml) <= MAX_BYTES_PER_FILE
+            total += count
+        assert total == 120_001
