@@ -42,7 +42,7 @@ demo: venv
 	@cat out/demo/sitemap.xml
 
 bench: venv
-	$(BIN)/python bench/full_build.py
+	$(BIN)/python -m bench.full_build
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .pytest_cache .ruff_cache .hypothesis bench/.cache
