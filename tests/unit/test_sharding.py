@@ -154,3 +154,13 @@ def test_layout_depends_only_on_the_final_set_of_pages() -> None:
     assert set(direct.files) == set(via_history.files)
     for name, rendered in direct.files.items():
         assert via_history.files[name].sha256 == rendered.sha256
+
+
+def test_rendered_files_with_long_urls_split_on_real_bytes() -> None:
+    # Given 300 pages with URLs near 2,000 characters and a 200,000-byte limit (but room for 50,000 URLs)
+    bodies = [event(f"{BASE}/blog/{i}-{'x' * 1_990}") for i in range(300)]
+    built = reference_site(bodies, Limits(max_urls=MAX_URLS_PER_FILE, max_bytes=200_000))
+    # Then the site is split on bytes: several files, each within the byte limit as rendered
+    assert len(built.files) >= 3
+    assert all(f.xml_bytes <= 200_000 for f in built.files.values())
+    assert sum(f.url_count for f in built.files.values()) == 300
