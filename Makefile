@@ -32,14 +32,14 @@ schema: venv
 
 demo: venv
 	rm -rf out/demo
-	$(BIN)/sitemap-updater build --site https://www.example.com \
-	    --events events/pages.jsonl --out out/demo --as-of 2026-11-21T12:00:00Z
+	$(BIN)/sitemap-updater local --site https://www.example.com \
+	    --events events/wave-1.jsonl --events events/wave-2.jsonl --events events/wave-2.jsonl \
+	    --out out/demo --report out/demo-report.json --log out/demo-functions.log
 	@echo
-	@echo "Files in out/demo:"
-	@ls -l out/demo
-	@echo
-	@echo "Index (out/demo/sitemap.xml):"
+	@echo "Published (out/demo), index first:"
 	@cat out/demo/sitemap.xml
+	@ls -l out/demo
+	@echo "Per-wave JSON report: out/demo-report.json; function logs: out/demo-functions.log"
 
 bench: venv
 	$(BIN)/python -m bench.full_build

@@ -85,6 +85,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--workers", type=int, default=None, metavar="N", help="processes to use (default: all cores)")
     b.add_argument("--quiet", action="store_true", help="print only the summary and rejected lines")
+    loc = commands.add_parser(
+        "local",
+        help="run the whole pipeline on a local AWS endpoint, one wave per events file",
+        description=(
+            "Start moto in server mode (unless --endpoint-url names another AWS-compatible endpoint), create "
+            "the queues, table, bucket and distribution of template.yaml, send each events file (a JSON array "
+            "or JSONL) to the ingest queue as one wave, drive the real handlers with real SQS event shapes "
+            "until every queue is empty, and after the last wave copy the bucket into DIR."
+        ),
+    )
+    loc.add_argument(
+        "--site", required=True, type=_site, help="canonical scheme and host, e.g. https://www.example.com"
+    )
+    loc.add_argument(
+        "--events", required=True, type=Path, action="append", metavar="FILE", help="one wave; repeat for more"
+    )
+    loc.add_argument("--out", required=True, type=Path, metavar="DIR", help="where the published files are copied")
+    loc.add_argument("--report", type=Path, metavar="FILE", help="write the per-wave report as JSON")
+    loc.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint to use instead of moto")
+    loc.add_argument(
+        "--max-urls-per-file", type=_max_urls, default=None, metavar="N", help="the stack parameter MaxUrlsPerFile"
+    )
+    loc.add_argument("--log", type=Path, metavar="FILE", help="write the functions' JSON logs here")
     commands.add_parser("schema", help="print the JSON Schema of the event contract (docs/event.schema.json)")
     return parser
 
@@ -156,11 +179,58 @@ def _build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _local(args: argparse.Namespace) -> int:
+    from sitemap_updater.local.runner import LocalRun, read_events_file
+
+    missing = [str(p) for p in args.events if not p.is_file()]
+    if missing:
+        print(f"sitemap-updater: cannot read {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    reports = []
+    with LocalRun(args.site.base_url, args.max_urls_per_file, args.endpoint_url) as run:
+        print(f"local stack on {run.endpoint_url}: resources created from template.yaml")
+        for path in args.events:
+            report = run.send_wave(read_events_file(path)).as_dict()
+            reports.append(report)
+            print(_wave_summary(path, report))
+        run.download(args.out)
+        if args.log is not None:
+            args.log.write_text("\n".join(run.logs) + "\n", encoding="utf-8")
+    if args.report is not None:
+        args.report.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"published files copied to {args.out}")
+    return EXIT_OK
+
+
+def _wave_summary(path: Path, report: dict[str, object]) -> str:
+    events = report["events"]
+    s3 = report["s3"]
+    assert isinstance(events, dict) and isinstance(s3, dict)
+    lines = [
+        f"wave {report['wave']} ({path}): " + ", ".join(f"{count} {name}" for name, count in events.items()),
+        f"  written: {', '.join(s3['put']) or 'nothing'}",
+    ]
+    if s3["deleted"]:
+        lines.append(f"  deleted: {', '.join(s3['deleted'])}")
+    invalidations = report["invalidations"]
+    assert isinstance(invalidations, list)
+    lines.append(f"  CloudFront invalidations: {len(invalidations)} path(s)")
+    changed = report["changed_urls"]
+    assert isinstance(changed, list)
+    lines += [f"  changed: {url}" for url in changed]
+    rejections = report["rejections"]
+    assert isinstance(rejections, list)
+    lines += [f"  rejected (to the DLQ): {r['reason']}" for r in rejections]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sitemap-updater`` console script."""
     args = _parser().parse_args(argv)
     if args.command == "build":
         return _build(args)
+    if args.command == "local":
+        return _local(args)
     if args.command == "schema":
         print(json.dumps(event_json_schema(), indent=2, ensure_ascii=False))
         return EXIT_OK

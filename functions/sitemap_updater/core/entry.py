@@ -146,9 +146,16 @@ def _news(news: News) -> bytes:
     ).encode()
 
 
-def entry_from_event(event: PageEvent) -> Entry:
-    """Render an upsert's ``<url>`` element once; its bytes are what every sitemap file will hold."""
-    lastmod = event.lastmod if event.lastmod is not None else event.occurred_at
+def entry_from_event(event: PageEvent, lastmod: date | datetime | None = None) -> Entry:
+    """Render an upsert's ``<url>`` element once; its bytes are what every sitemap file will hold.
+
+    The lastmod is the event's, else ``lastmod`` (the page's previous one, when its content is unchanged),
+    else the time of the change.
+    """
+    if event.lastmod is not None:
+        lastmod = event.lastmod
+    elif lastmod is None:
+        lastmod = event.occurred_at
     out = [f"<url><loc>{escape_text(event.url)}</loc><lastmod>{w3c(lastmod)}</lastmod>"]
     if event.changefreq is not None:
         out.append(f"<changefreq>{event.changefreq}</changefreq>")

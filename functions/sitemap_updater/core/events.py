@@ -36,6 +36,7 @@ TYPE_ALIASES = {
 MAX_IMAGES = 1000
 MAX_VIDEOS = 100
 MAX_ALTERNATES = 1000
+MAX_VERSION = 10**18
 
 
 def _event_type(value: object) -> object:
@@ -63,6 +64,13 @@ def _w3c_datetime(value: object) -> object:
         return parsed
     if isinstance(value, datetime) and value.tzinfo is None:
         raise ValueError("a date-time needs a UTC offset")
+    return value
+
+
+def parse_w3c(text: str) -> date | datetime:
+    """Parse a W3C date or date-time with offset, as written in sitemaps."""
+    value = _w3c_datetime(text)
+    assert isinstance(value, date)
     return value
 
 
@@ -159,7 +167,7 @@ class PageEvent(_Model):
     )
     url: Annotated[str, Field(min_length=1, description="absolute URL on the site's canonical host")]
     occurred_at: AwareDatetime = Field(description="RFC 3339 date-time with offset")
-    version: Annotated[int, Field(ge=0)] | None = Field(
+    version: Annotated[int, Field(ge=0, le=MAX_VERSION)] | None = Field(
         default=None, description="monotonic per URL; events are ordered by (version, occurred_at)"
     )
     lastmod: W3CDate | None = None
@@ -181,6 +189,13 @@ class PageEvent(_Model):
             return canonical_page_url(value, context["site"], context.setdefault("warnings", []))
         except UrlError as exc:
             raise ValueError(str(exc)) from exc
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _after_epoch(cls, value: datetime) -> datetime:
+        if value.year < 1970:
+            raise ValueError("must be after 1970-01-01")
+        return value
 
     @property
     def order(self) -> tuple[int, int]:

@@ -101,3 +101,24 @@ def build_site(
             items.append(IndexItem(plan.name, plan.lastmod_us))
     index_items = tuple(sorted(items))
     return SiteFiles(files, render_index(base_url, index_items), index_items)
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedFile:
+    """What is recorded about a published sitemap file: its range, content digest, lastmod and counts.
+
+    ``state`` is ``live`` (named by the index), ``retiring`` (left the layout; still named until the next
+    index) or ``unnamed`` (the published index no longer names it; safe to delete). ``seq`` is the section
+    manifest sequence the bytes were rendered from.
+    """
+
+    section: str
+    key_range: KeyRange
+    name: str
+    sha256: str
+    lastmod_us: int
+    url_count: int
+    entry_bytes: int
+    seq: int
+    state: str = "live"
+    news_until_us: int = 0  # when the oldest news entry it shows turns two days old (0: none)

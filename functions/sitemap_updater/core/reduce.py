@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -29,12 +30,20 @@ class PageState:
         return self.tombstone.key
 
     @property
-    def rank(self) -> tuple[tuple[int, int], int, bytes]:
-        """Total order used to pick a winner, independent of arrival order: a delete beats an upsert with
-        the same (version, occurred_at); two such upserts are ordered by their rendered bytes."""
+    def digest(self) -> str:
+        """SHA-256 of the rendered entry (empty for a tombstone)."""
         if self.entry is None:
-            return (self.order, 1, b"")
-        return (self.order, 0, self.entry.body + self.entry.news)
+            return ""
+        return hashlib.sha256(self.entry.body + self.entry.news).hexdigest()
+
+    @property
+    def rank(self) -> str:
+        """Total order used to pick a winner, independent of arrival order, as text that sorts the same way
+        in Python and in DynamoDB conditions: (version, occurred_at), then a delete beats an upsert with the
+        same order, then the larger digest of the rendered entry."""
+        version, occurred = self.order
+        kind = 1 if self.entry is None else 0
+        return f"{version + 1:020d}:{occurred:020d}:{kind}:{self.digest}"
 
 
 def state_from_event(event: PageEvent) -> PageState:

@@ -10,7 +10,7 @@ import hashlib
 import re
 import unicodedata
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -73,6 +73,9 @@ class KeyRange:
         return self.start <= key < self.end
 
 
+RangeStats = Callable[[int, int], tuple[int, int]]
+
+
 def plan_ranges(keys: Sequence[int], sizes: Sequence[int], limits: Limits, overhead: int) -> list[KeyRange]:
     """Split the key space of one section until every range fits ``limits``.
 
@@ -80,22 +83,35 @@ def plan_ranges(keys: Sequence[int], sizes: Sequence[int], limits: Limits, overh
     is the most a file adds around its entries (XML declaration, root element). Empty ranges get no file.
     """
     prefix = [0, *accumulate(sizes)]
+
+    def stats(start: int, end: int) -> tuple[int, int]:
+        lo, hi = bisect_left(keys, start), bisect_left(keys, end)
+        return hi - lo, prefix[hi] - prefix[lo]
+
+    return plan_with(stats, limits, overhead)
+
+
+def plan_with(stats: RangeStats, limits: Limits, overhead: int) -> list[KeyRange]:
+    """The same plan from a function giving ``(entries, bytes)`` of any key range ``[start, end)``.
+
+    Incremental rebuilds answer from recorded per-file counts and load entries only where a change is, so
+    the plan is the one a full build would make without reading the whole section.
+    """
     ranges: list[KeyRange] = []
-    stack = [(0, KEY_SPACE, 0, 0, len(keys))]
+    stack = [(0, KEY_SPACE, 0)]
     while stack:
-        start, end, depth, lo, hi = stack.pop()
-        count = hi - lo
+        start, end, depth = stack.pop()
+        count, size = stats(start, end)
         if count == 0:
             continue
-        if count <= limits.max_urls and prefix[hi] - prefix[lo] + overhead <= limits.max_bytes:
+        if count <= limits.max_urls and size + overhead <= limits.max_bytes:
             ranges.append(KeyRange(start, end, depth))
             continue
         if count == 1:
-            raise LimitExceeded(f"one entry of {prefix[hi] - prefix[lo]:,} bytes exceeds the per-file limit")
+            raise LimitExceeded(f"one entry of {size:,} bytes exceeds the per-file limit")
         if end - start == 1:
             raise LimitExceeded(f"{count} entries share one key; they cannot be split to fit the limits")
         mid = (start + end) // 2
-        cut = bisect_left(keys, mid, lo, hi)
-        stack.append((mid, end, depth + 1, cut, hi))
-        stack.append((start, mid, depth + 1, lo, cut))
+        stack.append((mid, end, depth + 1))
+        stack.append((start, mid, depth + 1))
     return ranges

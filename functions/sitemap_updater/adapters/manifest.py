@@ -1,0 +1,342 @@
+"""DynamoDB: page states, per-section manifests, published-file records and sequence counters.
+
+One table, keys ``pk`` (partition) and ``sk`` (sort):
+
+| item | pk | sk | what |
+|---|---|---|---|
+| page state | ``page#<url>`` | ``state`` | rank of the newest event, kind, section, digest, lastmod, pending flag |
+| manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url>`` | the encoded entry or tombstone |
+| section sequence | ``seq#<section>`` | ``seq`` | bumped with every manifest change of the section |
+| published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state |
+| index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
+
+A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BETWEEN <start> AND <end>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.records import decode_states
+from sitemap_updater.core.reduce import PageState
+from sitemap_updater.core.sharding import KeyRange
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_FILES = "files"
+
+
+@dataclass(frozen=True, slots=True)
+class PageRecord:
+    """The page-state item: what ingest needs to decide whether an event is stale, a no-op or a change."""
+
+    url: str
+    rank: str
+    kind: str
+    section: str
+    key: int
+    digest: str
+    lastmod: str
+    pending: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PageWrite:
+    """A change to record: the new page state and its manifest entry (an encoded PageState)."""
+
+    url: str
+    rank: str
+    kind: str
+    section: str
+    key: int
+    digest: str
+    lastmod: str
+    record: bytes
+
+
+def _s(value: str) -> dict[str, Any]:
+    return {"S": value}
+
+
+def _n(value: int) -> dict[str, Any]:
+    return {"N": str(value)}
+
+
+def entry_sort_key(key: int, url: str) -> str:
+    return f"{key:016x}#{url}"
+
+
+class ManifestStore:
+    """All DynamoDB access of the pipeline."""
+
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._client = client
+        self.table = table
+
+    # --- page states ---------------------------------------------------------------------------------
+    def get_page(self, url: str) -> PageRecord | None:
+        item = self._client.get_item(
+            TableName=self.table, Key={"pk": _s(f"page#{url}"), "sk": _s("state")}, ConsistentRead=True
+        ).get("Item")
+        if item is None:
+            return None
+        return PageRecord(
+            url=url,
+            rank=item["rank"]["S"],
+            kind=item["kind"]["S"],
+            section=item["section"]["S"],
+            key=int(item["key"]["S"], 16),
+            digest=item.get("digest", {}).get("S", ""),
+            lastmod=item.get("lastmod", {}).get("S", ""),
+            pending=item.get("pending", {}).get("BOOL", False),
+        )
+
+    def _page_item(self, write: PageWrite, pending: bool) -> dict[str, Any]:
+        return {
+            "pk": _s(f"page#{write.url}"),
+            "sk": _s("state"),
+            "rank": _s(write.rank),
+            "kind": _s(write.kind),
+            "section": _s(write.section),
+            "key": _s(f"{write.key:016x}"),
+            "digest": _s(write.digest),
+            "lastmod": _s(write.lastmod),
+            "pending": {"BOOL": pending},
+        }
+
+    @staticmethod
+    def _condition(expected_rank: str | None) -> dict[str, Any]:
+        if expected_rank is None:
+            return {"ConditionExpression": "attribute_not_exists(pk)"}
+        return {
+            "ConditionExpression": "#rank = :expected",
+            "ExpressionAttributeNames": {"#rank": "rank"},
+            "ExpressionAttributeValues": {":expected": _s(expected_rank)},
+        }
+
+    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None) -> bool:
+        """Atomically: the page state (if it still has ``expected_rank``), its manifest entry, the removal of
+        its entry from a section it left, and the sequence bump of each touched section. False when another
+        writer changed the page first."""
+        items: list[Any] = [
+            {"Put": {"TableName": self.table, "Item": self._page_item(write, True), **self._condition(expected_rank)}},
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": {
+                        "pk": _s(f"sec#{write.section}"),
+                        "sk": _s(entry_sort_key(write.key, write.url)),
+                        "record": {"B": write.record},
+                    },
+                }
+            },
+        ]
+        sections = [write.section]
+        if old_section is not None and old_section != write.section:
+            key = {"pk": _s(f"sec#{old_section}"), "sk": _s(entry_sort_key(write.key, write.url))}
+            items.append({"Delete": {"TableName": self.table, "Key": key}})
+            sections.append(old_section)
+        for section in sections:
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self.table,
+                        "Key": {"pk": _s(f"seq#{section}"), "sk": _s("seq")},
+                        "UpdateExpression": "ADD n :one",
+                        "ExpressionAttributeValues": {":one": _n(1)},
+                    }
+                }
+            )
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                return False
+            raise
+        return True
+
+    def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
+        """Record a newer event whose entry is unchanged: only the page state moves, nothing is dirty."""
+        try:
+            self._client.put_item(
+                TableName=self.table, Item=self._page_item(write, False), **self._condition(expected_rank)
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def clear_pending(self, url: str, rank: str) -> None:
+        """The rebuild for this change is queued; a redelivered event need not queue it again."""
+        try:
+            self._client.update_item(
+                TableName=self.table,
+                Key={"pk": _s(f"page#{url}"), "sk": _s("state")},
+                UpdateExpression="SET pending = :false",
+                ConditionExpression="#rank = :rank",
+                ExpressionAttributeNames={"#rank": "rank"},
+                ExpressionAttributeValues={":false": {"BOOL": False}, ":rank": _s(rank)},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+
+    def pending_pages(self) -> list[PageRecord]:
+        """Page states whose rebuild may not have been queued (a crash between the write and the send)."""
+        found: list[PageRecord] = []
+        paginator = self._client.get_paginator("scan")
+        for page in paginator.paginate(
+            TableName=self.table,
+            FilterExpression="sk = :state AND pending = :true",
+            ExpressionAttributeValues={":state": _s("state"), ":true": {"BOOL": True}},
+            ConsistentRead=True,
+        ):
+            for item in page.get("Items", []):
+                url = item["pk"]["S"].removeprefix("page#")
+                record = self.get_page(url)
+                if record is not None and record.pending:
+                    found.append(record)
+        return found
+
+    # --- manifests ----------------------------------------------------------------------------------
+    def section_seq(self, section: str) -> int:
+        item = self._client.get_item(
+            TableName=self.table, Key={"pk": _s(f"seq#{section}"), "sk": _s("seq")}, ConsistentRead=True
+        ).get("Item")
+        return int(item["n"]["N"]) if item else 0
+
+    def entries(self, section: str, key_range: KeyRange) -> list[PageState]:
+        """The manifest of one key range of a section (live entries and tombstones), sorted by key and URL."""
+        low = f"{key_range.start:016x}#"
+        high = f"{key_range.end - 1:016x}#\x7f"
+        states: list[PageState] = []
+        paginator = self._client.get_paginator("query")
+        for page in paginator.paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+            ExpressionAttributeValues={":pk": _s(f"sec#{section}"), ":low": _s(low), ":high": _s(high)},
+            ConsistentRead=True,
+        ):
+            for item in page.get("Items", []):
+                states.extend(decode_states(item["record"]["B"]))
+        return states
+
+    # --- published files ----------------------------------------------------------------------------
+    def files(self, section: str | None = None) -> list[PublishedFile]:
+        """Published-file records, of one section or of all."""
+        condition = "pk = :pk"
+        values: dict[str, Any] = {":pk": _s(_FILES)}
+        if section is not None:
+            condition += " AND begins_with(sk, :section)"
+            values[":section"] = _s(f"{section}#")
+        found: list[PublishedFile] = []
+        for page in self._client.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeValues=values,
+            ConsistentRead=True,
+        ):
+            found.extend(_file_from_item(item) for item in page.get("Items", []))
+        return [f for f in found if section is None or f.section == section]
+
+    def put_file(self, published: PublishedFile) -> None:
+        self._client.put_item(TableName=self.table, Item=_file_item(published))
+
+    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str) -> bool:
+        """Change a file record's state only if it is still ``from_state`` with the same content."""
+        try:
+            self._client.update_item(
+                TableName=self.table,
+                Key=_file_key(published),
+                UpdateExpression="SET #state = :to",
+                ConditionExpression="#state = :from AND sha256 = :sha",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":to": _s(to_state), ":from": _s(from_state), ":sha": _s(published.sha256)},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def delete_file(self, published: PublishedFile, state: str) -> bool:
+        try:
+            self._client.delete_item(
+                TableName=self.table,
+                Key=_file_key(published),
+                ConditionExpression="#state = :state",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":state": _s(state)},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    # --- index --------------------------------------------------------------------------------------
+    def next_index_generation(self) -> int:
+        result = self._client.update_item(
+            TableName=self.table,
+            Key={"pk": _s("seq#index"), "sk": _s("seq")},
+            UpdateExpression="ADD n :one",
+            ExpressionAttributeValues={":one": _n(1)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(result["Attributes"]["n"]["N"])
+
+    def index_sha(self) -> str | None:
+        item = self._client.get_item(
+            TableName=self.table, Key={"pk": _s("index"), "sk": _s("index")}, ConsistentRead=True
+        ).get("Item")
+        return item["sha256"]["S"] if item else None
+
+    def put_index_sha(self, sha256: str, generation: int) -> None:
+        self._client.put_item(
+            TableName=self.table,
+            Item={"pk": _s("index"), "sk": _s("index"), "sha256": _s(sha256), "generation": _n(generation)},
+        )
+
+
+def _file_key(published: PublishedFile) -> dict[str, Any]:
+    return {"pk": _s(_FILES), "sk": _s(f"{published.section}#{published.key_range.start:016x}")}
+
+
+def _file_item(published: PublishedFile) -> dict[str, Any]:
+    r = published.key_range
+    return {
+        **_file_key(published),
+        "section": _s(published.section),
+        "start": _n(r.start),
+        "end": _n(r.end),
+        "depth": _n(r.depth),
+        "name": _s(published.name),
+        "sha256": _s(published.sha256),
+        "lastmod_us": _n(published.lastmod_us),
+        "url_count": _n(published.url_count),
+        "entry_bytes": _n(published.entry_bytes),
+        "seq": _n(published.seq),
+        "state": _s(published.state),
+        "news_until_us": _n(published.news_until_us),
+    }
+
+
+def _file_from_item(item: dict[str, Any]) -> PublishedFile:
+    return PublishedFile(
+        section=item["section"]["S"],
+        key_range=KeyRange(int(item["start"]["N"]), int(item["end"]["N"]), int(item["depth"]["N"])),
+        name=item["name"]["S"],
+        sha256=item["sha256"]["S"],
+        lastmod_us=int(item["lastmod_us"]["N"]),
+        url_count=int(item["url_count"]["N"]),
+        entry_bytes=int(item["entry_bytes"]["N"]),
+        seq=int(item["seq"]["N"]),
+        state=item["state"]["S"],
+        news_until_us=int(item.get("news_until_us", {}).get("N", "0")),
+    )

@@ -1,0 +1,36 @@
+"""SQS: send messages (FIFO group and deduplication IDs when the queue is FIFO)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+class MessageQueue:
+    """One SQS queue."""
+
+    def __init__(self, client: SQSClient, url: str) -> None:
+        self._client = client
+        self.url = url
+        self.fifo = url.endswith(".fifo")
+
+    def send(self, body: dict[str, Any], group: str | None = None, dedup: str | None = None) -> None:
+        """Send one JSON message; ``group`` and ``dedup`` are required on a FIFO queue."""
+        params: dict[str, Any] = {"QueueUrl": self.url, "MessageBody": json.dumps(body, sort_keys=True)}
+        if self.fifo:
+            if group is None or dedup is None:
+                raise ValueError("a FIFO queue needs a message group and a deduplication ID")
+            params["MessageGroupId"] = group
+            params["MessageDeduplicationId"] = dedup
+        self._client.send_message(**params)
+
+    def send_raw(self, body: str, attributes: dict[str, str]) -> None:
+        """Send a body as it is, with string message attributes (for dead letters with their reason)."""
+        self._client.send_message(
+            QueueUrl=self.url,
+            MessageBody=body if body else "(empty)",
+            MessageAttributes={k: {"DataType": "String", "StringValue": v or "-"} for k, v in attributes.items()},
+        )

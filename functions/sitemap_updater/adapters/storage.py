@@ -1,0 +1,92 @@
+"""S3: publish sitemap files so that older bytes never replace newer ones.
+
+Every object carries the sequence number of the manifest state it was rendered from (``x-amz-meta-seq``).
+A put is a compare-and-swap: it reads the current object's sequence and ETag, and writes with ``If-Match``
+(or ``If-None-Match: *`` for a new object) only when its own sequence is higher. A crash at any point leaves
+either the old or the new object, and a retry converges.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+CONTENT_TYPES = {".xml.gz": "application/gzip", ".xml": "application/xml; charset=utf-8", ".txt": "text/plain"}
+_MAX_ATTEMPTS = 8
+
+
+class StalePublish(RuntimeError):
+    """A newer version of the object was published while this one was being written."""
+
+
+def content_type(name: str) -> str:
+    for suffix, kind in CONTENT_TYPES.items():
+        if name.endswith(suffix):
+            return kind
+    return "application/octet-stream"
+
+
+class SitemapBucket:
+    """The private bucket CloudFront serves the sitemaps from."""
+
+    def __init__(self, client: S3Client, bucket: str) -> None:
+        self._client = client
+        self.bucket = bucket
+
+    def _current(self, name: str) -> tuple[str, int] | None:
+        try:
+            head = self._client.head_object(Bucket=self.bucket, Key=name)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return head["ETag"], int(head.get("Metadata", {}).get("seq", "0"))
+
+    def publish(self, name: str, data: bytes, seq: int) -> bool:
+        """Write ``data`` unless an object rendered from a sequence >= ``seq`` is already there.
+
+        Returns True when written, False when a newer (or the same) state was already published.
+        """
+        for _ in range(_MAX_ATTEMPTS):
+            current = self._current(name)
+            if current is not None and current[1] >= seq:
+                return False
+            condition = {"IfNoneMatch": "*"} if current is None else {"IfMatch": current[0]}
+            try:
+                self._client.put_object(
+                    Bucket=self.bucket,
+                    Key=name,
+                    Body=data,
+                    ContentType=content_type(name),
+                    CacheControl="public, max-age=60" if name.endswith(".xml") else "public, max-age=3600",
+                    Metadata={"seq": str(seq)},
+                    **condition,  # type: ignore[arg-type]
+                )
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+                    continue  # someone wrote in between: look again
+                raise
+            return True
+        raise StalePublish(f"{name}: the object kept changing during {_MAX_ATTEMPTS} attempts to publish it")
+
+    def delete(self, name: str) -> None:
+        self._client.delete_object(Bucket=self.bucket, Key=name)
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            return self._client.get_object(Bucket=self.bucket, Key=name)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+                return None
+            raise
+
+    def names(self) -> list[str]:
+        """Every object name in the bucket."""
+        names: list[str] = []
+        for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):
+            names += [item["Key"] for item in page.get("Contents", [])]
+        return names

@@ -1,0 +1,30 @@
+"""Lambda: rewrite sitemap.xml when it changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from sitemap_updater.service.messages import index_batch
+from sitemap_updater.service.runtime import current_pipeline
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    records = event.get("Records", [])
+    done, failures = index_batch(records, current_pipeline())
+    if done is None:
+        logger.exception("index rebuild failed")
+    else:
+        logger.info("index rebuilt", extra={"written": done.written, "files": done.files, "unnamed": done.unnamed})
+        metrics.add_metric(name="IndexWritten", unit=MetricUnit.Count, value=int(done.written))
+    return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}

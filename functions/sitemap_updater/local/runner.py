@@ -1,0 +1,276 @@
+"""Run the real handlers against a local AWS endpoint, one wave of events at a time, and report each wave."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import io
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sitemap_updater.local.stack import REGION, LocalStack, create_stack, session
+from sitemap_updater.service.index import IndexRebuild
+from sitemap_updater.service.ingest import IngestResult
+from sitemap_updater.service.messages import Rejected
+from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.rebuild import SectionRebuild
+from sitemap_updater.service.runtime import use_pipeline
+from sitemap_updater.settings import Settings
+
+TEMPLATE = Path(__file__).resolve().parents[3] / "template.yaml"
+_MAX_ROUNDS = 10_000
+# Handler modules bind their loggers' stream once, at import: one sink for every local run of this process.
+_LOG_SINK = io.StringIO()
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """The parts of the Lambda context that Powertools reads."""
+
+    function_name: str
+    memory_limit_in_mb: int = 512
+    aws_request_id: str = "local"
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+@dataclass(slots=True)
+class WaveReport:
+    """What one wave of events did, as the ``--report`` JSON shows it."""
+
+    wave: int
+    events: dict[str, int] = field(default_factory=lambda: {"accepted": 0, "rejected": 0, "stale": 0, "noop": 0})
+    rejections: list[dict[str, str]] = field(default_factory=list)
+    put: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    invalidations: list[str] = field(default_factory=list)
+    changed_urls: list[str] = field(default_factory=list)
+    dlq: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "wave": self.wave,
+            "events": self.events,
+            "rejections": self.rejections,
+            "s3": {"put": sorted(set(self.put)), "deleted": sorted(set(self.deleted))},
+            "invalidations": sorted(set(self.invalidations)),
+            "changed_urls": sorted(set(self.changed_urls)),
+            "dlq": self.dlq,
+        }
+
+
+class LocalRun:
+    """A local stack (moto in server mode unless ``endpoint_url`` is given) driven wave by wave."""
+
+    def __init__(
+        self,
+        site_url: str,
+        max_urls_per_file: int | None = None,
+        endpoint_url: str | None = None,
+        clock: Callable[[], datetime] | None = None,
+        template: Path = TEMPLATE,
+        name: str | None = None,
+    ) -> None:
+        self._server: Any = None
+        if endpoint_url is None:
+            from moto.server import ThreadedMotoServer
+
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request on the console
+            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self._server.start()
+            host, port = self._server.get_host_and_port()
+            endpoint_url = f"http://{host}:{port}"
+        self.endpoint_url = endpoint_url
+        parameters = {"SiteUrl": site_url}
+        if max_urls_per_file is not None:
+            parameters["MaxUrlsPerFile"] = str(max_urls_per_file)
+        stack_name = name or "sitemap-" + hashlib.sha256(f"{time.time_ns()}".encode()).hexdigest()[:8]
+        self.stack: LocalStack = create_stack(template, endpoint_url, parameters, stack_name)
+        self.settings = Settings.from_env(self.stack.environment)
+        self._results: list[object] = []
+        extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
+        self.pipeline = Pipeline.connect(self.settings, session(), endpoint_url, observe=self._results.append, **extra)
+        self._sqs = session().client("sqs", endpoint_url=endpoint_url)
+        self._s3 = session().client("s3", endpoint_url=endpoint_url)
+        self.logs: list[str] = []
+        self._wave = 0
+        self._dead = 0
+        os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+        os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "SitemapUpdater")
+        os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "sitemap-updater")
+
+    # --- waves ---------------------------------------------------------------------------------------
+    def send_wave(self, bodies: Iterable[str]) -> WaveReport:
+        """Send every body to the ingest queue, drive the handlers until every queue is empty, report."""
+        self._wave += 1
+        report = WaveReport(self._wave)
+        ingest_url = self.stack.queue_url("IngestQueue")
+        batch: list[str] = []
+        for body in bodies:
+            batch.append(body)
+            if len(batch) == 10:
+                self._send_batch(ingest_url, batch)
+                batch = []
+        if batch:
+            self._send_batch(ingest_url, batch)
+        self._results.clear()
+        self.drain()
+        self._collect(report)
+        return report
+
+    def _send_batch(self, url: str, bodies: list[str]) -> None:
+        entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies)]
+        self._sqs.send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
+
+    def drain(self) -> None:
+        """Invoke each function on its queue, in the template's batch sizes, until no queue has messages."""
+        use_pipeline(self.pipeline)
+        try:
+            for _ in range(_MAX_ROUNDS):
+                progressed = False
+                for source in self.stack.sources:  # every function gets its turn each round
+                    progressed |= self._poll(source.queue_url, source.handler, source.batch_size)
+                if not progressed and all(self._depth(s.queue_url) == 0 for s in self.stack.sources):
+                    return
+            raise RuntimeError("queues did not drain")
+        finally:
+            use_pipeline(None)
+
+    def _depth(self, url: str) -> int:
+        attributes = self._sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+    def _poll(self, url: str, handler_path: str, batch_size: int) -> bool:
+        received = self._sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=min(batch_size, 10),
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        if not received:
+            return False
+        arn = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        event = {"Records": [_sqs_record(message, arn) for message in received]}
+        response = self._invoke(handler_path, event)
+        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        for message in received:
+            if message["MessageId"] in failed:
+                self._sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+            else:
+                self._sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return True
+
+    def _invoke(self, handler_path: str, event: dict[str, Any]) -> dict[str, Any]:
+        module_name, function_name = handler_path.rsplit(".", 1)
+        start = _LOG_SINK.tell()
+        with contextlib.redirect_stdout(_LOG_SINK):
+            handler = getattr(importlib.import_module(module_name), function_name)
+            response = handler(event, _Context(function_name=module_name.rsplit(".", 1)[-1]))
+        self.logs += [line for line in _LOG_SINK.getvalue()[start:].splitlines() if line.strip()]
+        return dict(response or {})
+
+    def _collect(self, report: WaveReport) -> None:
+        for result in self._results:
+            if isinstance(result, Rejected):
+                report.events["rejected"] += 1
+                report.rejections.append({"event": result.body, "reason": result.reason})
+            elif isinstance(result, IngestResult):
+                report.events[result.outcome.value] += 1
+            elif isinstance(result, SectionRebuild):
+                report.put += result.put
+                report.deleted += result.deleted
+                report.invalidations += [f"/{name}" for name in result.put]
+            elif isinstance(result, IndexRebuild) and result.written:
+                report.put.append("sitemap.xml")
+                report.invalidations.append("/sitemap.xml")
+        for record in self._drain_plain("NotifyQueue"):
+            report.changed_urls += list(json.loads(record)["changed"])
+        dead = self._depth(self.stack.queue_url("IngestDeadLetterQueue"))
+        report.dlq, self._dead = dead - self._dead, dead
+
+    def _drain_plain(self, logical: str) -> list[str]:
+        """Take every message of a queue no local function consumes (the notifier's input)."""
+        url = self.stack.queue_url(logical)
+        bodies: list[str] = []
+        while messages := self._sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            for message in messages:
+                bodies.append(message["Body"])
+                self._sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return bodies
+
+    # --- results -------------------------------------------------------------------------------------
+    def published(self) -> dict[str, bytes]:
+        """Every object in the bucket, by name."""
+        bucket = self.settings.bucket_name
+        return {
+            name: self._s3.get_object(Bucket=bucket, Key=name)["Body"].read() for name in self.pipeline.bucket.names()
+        }
+
+    def download(self, out_dir: Path) -> None:
+        """Copy the bucket into ``out_dir`` (replacing what a previous run left there)."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for stale in out_dir.glob("sitemap*.xml*"):
+            stale.unlink()
+        for name, data in self.published().items():
+            (out_dir / name).write_bytes(data)
+
+    def close(self) -> None:
+        use_pipeline(None)
+        if self._server is not None:
+            self._server.stop()
+
+    def __enter__(self) -> LocalRun:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _sqs_record(message: Any, arn: str) -> dict[str, Any]:
+    """An SQS message as Lambda's event source mapping delivers it."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": dict(message.get("Attributes", {})),
+        "messageAttributes": {
+            key: {
+                "stringValue": value.get("StringValue"),
+                "dataType": value.get("DataType", "String"),
+                "stringListValues": [],
+                "binaryListValues": [],
+            }
+            for key, value in message.get("MessageAttributes", {}).items()
+        },
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": arn,
+        "awsRegion": REGION,
+    }
+
+
+def read_events_file(path: Path) -> list[str]:
+    """Bodies from a JSON array file or a JSONL file, each exactly as it will be sent."""
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            return [json.dumps(item, ensure_ascii=False) for item in json.loads(stripped)]
+        except json.JSONDecodeError:
+            pass
+    return [line for line in text.splitlines() if line.strip()]

@@ -1,0 +1,180 @@
+"""Create a stack's queues, table, bucket and distribution on an AWS-compatible endpoint from template.yaml.
+
+The template is the one source of truth: queue attributes, redrive policies, key schemas and the functions'
+environment variables are read from it, so what runs locally is what deploys.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import yaml
+
+REGION = "us-east-1"
+_QUEUE_ATTRIBUTES = (
+    "VisibilityTimeout",
+    "MessageRetentionPeriod",
+    "FifoQueue",
+    "DeduplicationScope",
+    "FifoThroughputLimit",
+    "ContentBasedDeduplication",
+)
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """YAML loader that keeps CloudFormation short-form tags (!Ref, !GetAtt, !Sub) as their long forms."""
+
+
+def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = str(value).split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _tag)
+
+
+def load_template(path: Path) -> dict[str, Any]:
+    """Parse a SAM/CloudFormation template, short-form tags included."""
+    return dict(yaml.load(path.read_text(encoding="utf-8"), Loader=_CfnLoader))  # noqa: S506 - safe loader subclass
+
+
+@dataclass(frozen=True, slots=True)
+class EventSource:
+    """An SQS event source of a function: which queue feeds which handler, in batches of what size."""
+
+    function: str
+    handler: str
+    queue_url: str
+    batch_size: int
+
+
+@dataclass(slots=True)
+class LocalStack:
+    """Physical names of what was created, the functions' environment, and their SQS event sources."""
+
+    endpoint_url: str
+    physical: dict[str, str] = field(default_factory=dict)
+    arns: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    sources: list[EventSource] = field(default_factory=list)
+
+    def queue_url(self, logical_id: str) -> str:
+        return self.physical[logical_id]
+
+
+def session() -> boto3.session.Session:
+    # Fixed credentials for the local endpoint only; nothing here reaches AWS.
+    return boto3.session.Session(
+        aws_access_key_id="local",
+        aws_secret_access_key="local",  # noqa: S106
+        region_name=REGION,
+    )
+
+
+def create_stack(template_path: Path, endpoint_url: str, parameters: dict[str, str], name: str) -> LocalStack:
+    """Create every queue, table, bucket and distribution of the template, and resolve the functions' env."""
+    template = load_template(template_path)
+    resources: dict[str, Any] = template["Resources"]
+    params = {key: str(spec.get("Default", "")) for key, spec in template.get("Parameters", {}).items()}
+    params.update(parameters)
+    aws = session()
+    stack = LocalStack(endpoint_url)
+    sqs = aws.client("sqs", endpoint_url=endpoint_url)
+    queues = {k: v for k, v in resources.items() if v["Type"] == "AWS::SQS::Queue"}
+    for logical, spec in sorted(queues.items(), key=lambda kv: "RedrivePolicy" in kv[1].get("Properties", {})):
+        props = spec.get("Properties", {})
+        fifo = bool(props.get("FifoQueue", False))
+        attributes: dict[Any, str] = {
+            k: str(props[k]).lower() if isinstance(props[k], bool) else str(props[k])
+            for k in _QUEUE_ATTRIBUTES
+            if k in props
+        }
+        if "RedrivePolicy" in props:
+            policy = props["RedrivePolicy"]
+            target = policy["deadLetterTargetArn"]["Fn::GetAtt"][0]
+            attributes["RedrivePolicy"] = json.dumps(
+                {"deadLetterTargetArn": stack.arns[target], "maxReceiveCount": int(policy["maxReceiveCount"])}
+            )
+        queue_name = f"{name}-{logical}" + (".fifo" if fifo else "")
+        url = sqs.create_queue(QueueName=queue_name, Attributes=attributes)["QueueUrl"]
+        stack.physical[logical] = url
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        stack.arns[logical] = arn
+    dynamodb = aws.client("dynamodb", endpoint_url=endpoint_url)
+    s3 = aws.client("s3", endpoint_url=endpoint_url)
+    cloudfront = aws.client("cloudfront", endpoint_url=endpoint_url)
+    for logical, spec in resources.items():
+        props = spec.get("Properties", {})
+        if spec["Type"] == "AWS::DynamoDB::Table":
+            table = f"{name}-{logical}"
+            dynamodb.create_table(
+                TableName=table,
+                KeySchema=props["KeySchema"],
+                AttributeDefinitions=props["AttributeDefinitions"],
+                BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"),
+            )
+            stack.physical[logical] = table
+        elif spec["Type"] == "AWS::S3::Bucket":
+            bucket = f"{name}-{logical}".lower()
+            s3.create_bucket(Bucket=bucket)
+            if props.get("VersioningConfiguration", {}).get("Status") == "Enabled":
+                s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+            stack.physical[logical] = bucket
+    for logical, spec in resources.items():
+        if spec["Type"] == "AWS::CloudFront::Distribution":
+            origin = next(v for k, v in stack.physical.items() if resources[k]["Type"] == "AWS::S3::Bucket")
+            created = cloudfront.create_distribution(DistributionConfig=_distribution_config(name, origin))
+            stack.physical[logical] = created["Distribution"]["Id"]
+    variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
+    stack.environment = {key: _resolve(value, stack.physical, params) for key, value in variables.items()}
+    for logical, spec in resources.items():
+        if spec["Type"] != "AWS::Serverless::Function":
+            continue
+        for source in spec["Properties"].get("Events", {}).values():
+            if source["Type"] == "SQS":
+                queue = source["Properties"]["Queue"]["Fn::GetAtt"][0]
+                size = int(source["Properties"].get("BatchSize", 10))
+                stack.sources.append(EventSource(logical, spec["Properties"]["Handler"], stack.physical[queue], size))
+    return stack
+
+
+def _resolve(value: Any, physical: dict[str, str], params: dict[str, str]) -> str:
+    if isinstance(value, dict) and "Ref" in value:
+        ref = value["Ref"]
+        return params[ref] if ref in params else physical[ref]
+    return str(value)
+
+
+def _distribution_config(name: str, bucket: str) -> Any:
+    return {
+        "CallerReference": name,
+        "Comment": "local",
+        "Enabled": True,
+        "Origins": {
+            "Quantity": 1,
+            "Items": [
+                {
+                    "Id": "sitemaps",
+                    "DomainName": f"{bucket}.s3.amazonaws.com",
+                    "S3OriginConfig": {"OriginAccessIdentity": ""},
+                }
+            ],
+        },
+        "DefaultCacheBehavior": {
+            "TargetOriginId": "sitemaps",
+            "ViewerProtocolPolicy": "redirect-to-https",
+            "MinTTL": 0,
+        },
+    }

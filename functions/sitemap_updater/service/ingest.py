@@ -1,0 +1,136 @@
+"""Ingest: one event in; the page's state recorded if newer; its section marked dirty if its entry changed."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sitemap_updater.adapters.manifest import PageRecord, PageWrite
+from sitemap_updater.core.entry import entry_from_event, w3c_micros
+from sitemap_updater.core.events import PageEvent, parse_event, parse_w3c
+from sitemap_updater.core.records import encode_state
+from sitemap_updater.core.reduce import PageState, state_from_event
+from sitemap_updater.core.sharding import section_slug
+from sitemap_updater.service.pipeline import Pipeline
+
+_ATTEMPTS = 5
+
+
+class Outcome(StrEnum):
+    ACCEPTED = "accepted"  # the page's entry changed; its section is marked dirty
+    STALE = "stale"  # older than the stored state for its URL: ignored
+    NOOP = "noop"  # a duplicate, or newer but with an unchanged entry: nothing is dirty
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    outcome: Outcome
+    url: str
+    change: str | None  # added, updated, removed; None when no page appeared, changed or disappeared
+    warnings: tuple[str, ...] = ()
+    unknown_fields: tuple[str, ...] = ()
+
+
+class IngestConflict(RuntimeError):
+    """The page kept changing under this event; SQS will deliver it again."""
+
+
+def ingest(body: str | bytes | dict[str, Any], pipeline: Pipeline) -> IngestResult:
+    """Validate one event and record it. Raises EventRejected (naming the field) for malformed input."""
+    parsed = parse_event(body, pipeline.site)
+    event = parsed.event
+    for _ in range(_ATTEMPTS):
+        old = pipeline.store.get_page(event.url)
+        outcome, change = _apply(event, old, pipeline)
+        if outcome is not None:
+            return IngestResult(outcome, event.url, change, parsed.warnings, parsed.unknown_fields)
+    raise IngestConflict(f"{event.url}: changed concurrently {_ATTEMPTS} times; will be retried")
+
+
+def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tuple[Outcome | None, str | None]:
+    """One optimistic attempt; (None, None) when another writer got in first."""
+    state = state_from_event(event)
+    if old is not None and event.type == "upsert" and event.lastmod is None and old.kind == "live":
+        # Unchanged content keeps its lastmod: lastmod only moves with a real content change.
+        kept = PageState(event.url, event.order, entry_from_event(event, parse_w3c(old.lastmod)), None)
+        if kept.digest == old.digest:
+            state = kept
+    if old is not None:
+        if state.rank < old.rank:
+            return Outcome.STALE, None
+        if state.rank == old.rank:
+            if old.pending:  # a crash after recording but before queueing: queue it now
+                _mark_dirty(pipeline, old.section, old.url, old.key, old.rank, None)
+                pipeline.store.clear_pending(old.url, old.rank)
+            return Outcome.NOOP, None
+    write = _write(state)
+    unchanged = (
+        old is not None
+        and not old.pending
+        and old.section == write.section
+        and old.kind == write.kind
+        and old.digest == write.digest
+        and (write.kind == "live" or old.lastmod == write.lastmod)
+    )
+    if unchanged:
+        return (Outcome.NOOP, None) if pipeline.store.record_rank(write, old.rank if old else None) else (None, None)
+    expected = old.rank if old is not None else None
+    if not pipeline.store.record_change(write, expected, old.section if old is not None else None):
+        return None, None
+    change = _change(old, write)
+    _mark_dirty(pipeline, write.section, write.url, write.key, write.rank, change)
+    if old is not None and old.section != write.section:
+        _mark_dirty(pipeline, old.section, write.url, write.key, write.rank, None)
+    pipeline.store.clear_pending(write.url, write.rank)
+    return Outcome.ACCEPTED, change
+
+
+def _write(state: PageState) -> PageWrite:
+    if state.entry is not None:
+        entry = state.entry
+        return PageWrite(
+            url=state.url,
+            rank=state.rank,
+            kind="live",
+            section=entry.section,
+            key=entry.key,
+            digest=state.digest,
+            lastmod=_lastmod_text(entry.body),
+            record=encode_state(state),
+        )
+    assert state.tombstone is not None
+    tomb = state.tombstone
+    return PageWrite(
+        url=state.url,
+        rank=state.rank,
+        kind="deleted",
+        section=tomb.section,
+        key=tomb.key,
+        digest="",
+        lastmod=w3c_micros(tomb.deleted_us),
+        record=encode_state(state),
+    )
+
+
+def _lastmod_text(body: bytes) -> str:
+    """The lastmod exactly as rendered (a date or a date-time), read back from the entry."""
+    start = body.index(b"<lastmod>") + len(b"<lastmod>")
+    return body[start : body.index(b"</lastmod>", start)].decode()
+
+
+def _change(old: PageRecord | None, write: PageWrite) -> str | None:
+    was_live = old is not None and old.kind == "live"
+    if write.kind == "live":
+        return "updated" if was_live else "added"
+    return "removed" if was_live else None
+
+
+def _mark_dirty(pipeline: Pipeline, section: str, url: str, key: int, rank: str, change: str | None) -> None:
+    """Queue a rebuild of the section that holds ``key``; one FIFO group per section serialises them."""
+    pipeline.rebuild_queue.send(
+        {"section": section, "url": url, "key": f"{key:016x}", "change": change},
+        group=section_slug(section),
+        dedup=hashlib.sha256(f"{section}|{url}|{rank}".encode()).hexdigest(),
+    )

@@ -1,0 +1,78 @@
+"""Use cases behind the SQS handlers: one message or one batch in, partial-failure answers out."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.service.index import IndexRebuild, rebuild_index
+from sitemap_updater.service.ingest import IngestResult, ingest
+from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.rebuild import DirtyMark, SectionRebuild, rebuild_section
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A malformed event, sent to the dead-letter queue with its reason."""
+
+    reason: str
+    body: str
+
+
+def ingest_message(body: str, message_id: str, pipeline: Pipeline) -> IngestResult | Rejected:
+    """Ingest one SQS message. A malformed event goes straight to the dead-letter queue with its reason
+    (as the ``reason`` message attribute), so it never blocks or fails the rest of its batch."""
+    result: IngestResult | Rejected
+    try:
+        result = ingest(body, pipeline)
+    except EventRejected as exc:
+        reason = str(exc)
+        pipeline.dead_letters.send_raw(body, {"reason": reason[:1000], "source_message_id": message_id})
+        result = Rejected(reason, body)
+    pipeline.observe(result)
+    return result
+
+
+@dataclass(slots=True)
+class BatchOutcome:
+    """Message IDs that failed (to be retried), and what the rest did."""
+
+    failures: list[str]
+    sections: list[SectionRebuild]
+    errors: dict[str, str]
+
+    def response(self) -> dict[str, Any]:
+        return {"batchItemFailures": [{"itemIdentifier": m} for m in self.failures]}
+
+
+def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOutcome:
+    """Coalesce a FIFO batch by section and rebuild each section once. A failed section fails all of its
+    messages (so FIFO order holds); other sections still publish."""
+    by_section: dict[str, list[tuple[str, DirtyMark]]] = defaultdict(list)
+    for record in records:
+        mark = DirtyMark.from_message(json.loads(record["body"]))
+        by_section[mark.section].append((record["messageId"], mark))
+    outcome = BatchOutcome([], [], {})
+    for section in sorted(by_section):
+        items = by_section[section]
+        try:
+            done = rebuild_section(pipeline, section, [mark for _, mark in items])
+            outcome.sections.append(done)
+            pipeline.observe(done)
+        except Exception as exc:
+            outcome.failures += [message_id for message_id, _ in items]
+            outcome.errors[section] = f"{type(exc).__name__}: {exc}"
+    return outcome
+
+
+def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[IndexRebuild | None, list[str]]:
+    """Any number of index requests give one index rebuild; on failure every message is retried."""
+    try:
+        done = rebuild_index(pipeline)
+        pipeline.observe(done)
+        return done, []
+    except Exception:
+        return None, [record["messageId"] for record in records]

@@ -1,0 +1,229 @@
+"""Rebuild: re-render only the sitemap files of a section that hold changed pages, then queue the index.
+
+The plan is the one a full build would make (the layout is a pure function of the section's pages), but it is
+computed from the recorded counts of untouched files plus the manifest of the touched key ranges only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sitemap_updater.core.events import to_micros
+from sitemap_updater.core.layout import PublishedFile, range_lastmod
+from sitemap_updater.core.reduce import PageState
+from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, news_included, render_urlset
+from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, section_slug
+from sitemap_updater.service.pipeline import Pipeline
+
+INDEX_GROUP = "index"
+
+
+@dataclass(frozen=True, slots=True)
+class DirtyMark:
+    """A rebuild request from ingest (a page changed) or from the index (retired files to delete)."""
+
+    section: str
+    url: str | None = None
+    key: int | None = None
+    change: str | None = None
+    cleanup: bool = False
+
+    @classmethod
+    def from_message(cls, body: dict[str, Any]) -> DirtyMark:
+        key = body.get("key")
+        return cls(
+            section=str(body["section"]),
+            url=body.get("url"),
+            key=int(key, 16) if isinstance(key, str) else None,
+            change=body.get("change"),
+            cleanup=bool(body.get("cleanup", False)),
+        )
+
+
+@dataclass(slots=True)
+class SectionRebuild:
+    """What one section rebuild did."""
+
+    section: str
+    seq: int
+    put: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    changed_urls: dict[str, str] = field(default_factory=dict)
+    entries_read: int = 0
+
+
+def _inside(inner: KeyRange, outer: KeyRange) -> bool:
+    return outer.start <= inner.start and inner.end <= outer.end
+
+
+def _region_for(key: int, live: list[PublishedFile]) -> KeyRange:
+    """The file range holding ``key``; for a key in no file, the largest empty node on its path."""
+    for published in live:
+        if published.key_range.contains(key):
+            return published.key_range
+    start, end, depth = 0, KEY_SPACE, 0
+    while any(f.key_range.start < end and start < f.key_range.end for f in live):
+        mid = (start + end) // 2
+        start, end = (start, mid) if key < mid else (mid, end)
+        depth += 1
+    return KeyRange(start, end, depth)
+
+
+class _Section:
+    """Exact data where pages changed, recorded counts elsewhere."""
+
+    def __init__(self, pipeline: Pipeline, section: str, live: list[PublishedFile]) -> None:
+        self._pipeline = pipeline
+        self.section = section
+        self.live = live
+        self.loaded: dict[KeyRange, list[PageState]] = {}
+        self.entries_read = 0
+
+    def load(self, region: KeyRange) -> None:
+        if region not in self.loaded:
+            states = self._pipeline.store.entries(self.section, region)
+            self.entries_read += len(states)
+            self.loaded[region] = sorted(states, key=lambda s: (s.key, s.url))
+
+    def _unloaded_files(self) -> Iterable[PublishedFile]:
+        return (f for f in self.live if not any(_inside(f.key_range, r) for r in self.loaded))
+
+    def stats(self, start: int, end: int) -> tuple[int, int]:
+        node = KeyRange(start, end, 0)
+        for published in list(self._unloaded_files()):
+            overlaps = node.start < published.key_range.end and published.key_range.start < node.end
+            if overlaps and not _inside(published.key_range, node):  # planning below a recorded file: read it
+                self.load(published.key_range)
+        count = size = 0
+        for published in self._unloaded_files():
+            if _inside(published.key_range, node):
+                count += published.url_count
+                size += published.entry_bytes
+        for region, states in self.loaded.items():
+            if region.end <= start or end <= region.start:
+                continue
+            for state in states:
+                if state.entry is not None and start <= state.key < end:
+                    count += 1
+                    size += state.entry.size
+        return count, size
+
+    def states_in(self, key_range: KeyRange) -> list[PageState]:
+        for published in list(self._unloaded_files()):
+            if _inside(published.key_range, key_range):
+                self.load(published.key_range)
+        found = [s for states in self.loaded.values() for s in states if key_range.start <= s.key < key_range.end]
+        return sorted(found, key=lambda s: (s.key, s.url))
+
+
+def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) -> SectionRebuild:
+    """Re-render the files of ``section`` that hold the marked keys; publish what changed."""
+    store, bucket = pipeline.store, pipeline.bucket
+    seq = store.section_seq(section)  # read before the manifest: what we render is at least this new
+    result = SectionRebuild(section, seq)
+    records = store.files(section)
+    for gone in (f for f in records if f.state == "unnamed"):
+        bucket.delete(gone.name)  # the published index no longer names it
+        store.delete_file(gone, "unnamed")
+        result.deleted.append(gone.name)
+    live = [f for f in records if f.state == "live"]
+    by_range = {f.key_range: f for f in live}
+    data = _Section(pipeline, section, live)
+    dirty_keys = sorted({m.key for m in marks if m.key is not None})
+    for key in dirty_keys:
+        data.load(_region_for(key, live))
+    layout = plan_with(data.stats, pipeline.limits, FILE_OVERHEAD)
+    as_of = to_micros(pipeline.clock())
+    fresh: list[PublishedFile] = []
+    for key_range in layout:
+        old = by_range.get(key_range)
+        touched = any(key_range.contains(k) for k in dirty_keys)
+        if old is not None and not touched:
+            continue
+        states = data.states_in(key_range)
+        entries = [s.entry for s in states if s.entry is not None]
+        keys = [e.key for e in entries]
+        deleted = sorted((s.key, s.tombstone.deleted_us) for s in states if s.tombstone is not None)
+        lastmod = range_lastmod(keys, [e.lastmod_us for e in entries], deleted, key_range)
+        rendered = render_urlset(entries, as_of)
+        news = [entries[i].news_us for i in news_included(entries, as_of)]
+        news_until = min(news) + NEWS_WINDOW_US if news else 0
+        name = key_range.file_name(section)
+        if old is not None and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
+            continue
+        if old is None or old.sha256 != rendered.sha256:
+            bucket.publish(name, rendered.data, seq)
+            result.put.append(name)
+        fresh.append(
+            PublishedFile(
+                section,
+                key_range,
+                name,
+                rendered.sha256,
+                lastmod,
+                len(entries),
+                sum(e.size for e in entries),
+                seq,
+                news_until_us=news_until,
+            )
+        )
+    kept = set(layout)
+    for old in live:
+        if old.key_range not in kept and store.move_file_state(old, "live", "retiring"):
+            result.retired.append(old.name)
+    result.entries_read = data.entries_read
+    result.changed_urls = _changed_urls(marks, result, layout, live)
+    if result.changed_urls:
+        pipeline.notify_queue.send(
+            {"section": section, "seq": seq, "changed": result.changed_urls, "files": result.put}
+        )
+    for published in fresh:
+        store.put_file(published)  # after the bytes exist: the index only ever names published files
+    if fresh or result.retired:
+        digest = hashlib.sha256(f"{section}|{seq}|{sorted(f.name + f.sha256 for f in fresh)}".encode()).hexdigest()
+        pipeline.index_queue.send({"section": section, "seq": seq}, group=INDEX_GROUP, dedup=digest)
+    if result.put:
+        reference = hashlib.sha256(f"{section}|{seq}|{sorted(result.put)}".encode()).hexdigest()
+        pipeline.cdn.invalidate([f"/{name}" for name in result.put], reference)
+    return result
+
+
+def _changed_urls(
+    marks: list[DirtyMark], result: SectionRebuild, layout: list[KeyRange], live: list[PublishedFile]
+) -> dict[str, str]:
+    """Marked URLs whose published file actually changed (or went away)."""
+    changed_ranges = [r for r in layout if r.file_name(result.section) in result.put]
+    changed_ranges += [f.key_range for f in live if f.name in result.retired]
+    first: dict[str, str] = {}
+    last: dict[str, str] = {}
+    for mark in marks:  # in FIFO order, so the last mark of a URL is its newest change
+        if mark.url is None or mark.change is None or mark.key is None:
+            continue
+        if any(r.contains(mark.key) for r in changed_ranges):
+            first.setdefault(mark.url, mark.change)
+            last[mark.url] = mark.change
+    urls: dict[str, str] = {}
+    for url, change in last.items():
+        was_live, is_live = first[url] != "added", change != "removed"
+        if was_live or is_live:  # added then removed in one batch: the published files never showed it
+            urls[url] = "updated" if was_live and is_live else ("added" if is_live else "removed")
+    return urls
+
+
+def rebuild_sections(pipeline: Pipeline, marks: Iterable[DirtyMark]) -> list[SectionRebuild]:
+    """Coalesce marks by section and rebuild each section once."""
+    by_section: dict[str, list[DirtyMark]] = defaultdict(list)
+    for mark in marks:
+        by_section[mark.section].append(mark)
+    return [rebuild_section(pipeline, section, group) for section, group in sorted(by_section.items())]
+
+
+def cleanup_mark(section: str, generation: int) -> tuple[dict[str, Any], str, str]:
+    """The message asking a section to delete files the index no longer names: (body, group, dedup)."""
+    body = {"section": section, "cleanup": True}
+    return body, section_slug(section), hashlib.sha256(f"cleanup|{section}|{generation}".encode()).hexdigest()
