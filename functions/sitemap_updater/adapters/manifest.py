@@ -204,6 +204,32 @@ class ManifestStore:
                     found.append(record)
         return found
 
+    def import_pages(self, writes: list[PageWrite]) -> None:
+        """Bulk-load pages (a site's first import): page states and manifest entries in batches of 25,
+        then one sequence bump per section. Not conditional: run it before events flow."""
+        items: list[dict[str, Any]] = []
+        for write in writes:
+            items.append(self._page_item(write, False))
+            items.append(
+                {
+                    "pk": _s(f"sec#{write.section}"),
+                    "sk": _s(entry_sort_key(write.key, write.url)),
+                    "record": {"B": write.record},
+                }
+            )
+        for start in range(0, len(items), 25):
+            request: Any = {self.table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+            while request:
+                response = self._client.batch_write_item(RequestItems=request)
+                request = response.get("UnprocessedItems") or None  # throttled items: send them again
+        for section in sorted({w.section for w in writes}):
+            self._client.update_item(
+                TableName=self.table,
+                Key={"pk": _s(f"seq#{section}"), "sk": _s("seq")},
+                UpdateExpression="ADD n :one",
+                ExpressionAttributeValues={":one": _n(1)},
+            )
+
     # --- manifests ----------------------------------------------------------------------------------
     def section_seq(self, section: str) -> int:
         item = self._client.get_item(

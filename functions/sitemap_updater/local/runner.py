@@ -56,6 +56,7 @@ class WaveReport:
     invalidations: list[str] = field(default_factory=list)
     changed_urls: list[str] = field(default_factory=list)
     dlq: int = 0
+    invalidation_batches: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +65,7 @@ class WaveReport:
             "rejections": self.rejections,
             "s3": {"put": sorted(set(self.put)), "deleted": sorted(set(self.deleted))},
             "invalidations": sorted(set(self.invalidations)),
+            "invalidation_batches": self.invalidation_batches,
             "changed_urls": sorted(set(self.changed_urls)),
             "dlq": self.dlq,
         }
@@ -103,6 +105,7 @@ class LocalRun:
         self._sqs = session().client("sqs", endpoint_url=endpoint_url)
         self._s3 = session().client("s3", endpoint_url=endpoint_url)
         self.logs: list[str] = []
+        self._arns: dict[str, str] = {}
         self._wave = 0
         self._dead = 0
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
@@ -162,17 +165,22 @@ class LocalRun:
         ).get("Messages", [])
         if not received:
             return False
-        arn = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        arn = self._arns.get(url)
+        if arn is None:
+            arn = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            self._arns[url] = arn
         event = {"Records": [_sqs_record(message, arn) for message in received]}
         response = self._invoke(handler_path, event)
         failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        done = [m for m in received if m["MessageId"] not in failed]
+        if done:  # as the event source mapping does: delete what succeeded, let failures reappear
+            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]
+            self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
         for message in received:
             if message["MessageId"] in failed:
                 self._sqs.change_message_visibility(
                     QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
                 )
-            else:
-                self._sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         return True
 
     def _invoke(self, handler_path: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -194,10 +202,11 @@ class LocalRun:
             elif isinstance(result, SectionRebuild):
                 report.put += result.put
                 report.deleted += result.deleted
-                report.invalidations += [f"/{name}" for name in result.put]
-            elif isinstance(result, IndexRebuild) and result.written:
-                report.put.append("sitemap.xml")
-                report.invalidations.append("/sitemap.xml")
+            elif isinstance(result, IndexRebuild):
+                if result.written:
+                    report.put.append("sitemap.xml")
+                report.invalidations += result.invalidated
+                report.invalidation_batches += 1 if result.invalidated else 0
         for record in self._drain_plain("NotifyQueue"):
             report.changed_urls += list(json.loads(record)["changed"])
         dead = self._depth(self.stack.queue_url("IngestDeadLetterQueue"))

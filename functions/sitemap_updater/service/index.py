@@ -11,16 +11,23 @@ from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import cleanup_mark
 
 
+class StaleIndex(RuntimeError):
+    """Another index rebuild published a newer index during this one."""
+
+
 @dataclass(slots=True)
 class IndexRebuild:
     generation: int
     written: bool = False
     files: int = 0
     unnamed: list[str] = field(default_factory=list)
+    invalidated: list[str] = field(default_factory=list)
 
 
-def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
-    """Render the index from the live file records; write it only when its bytes change."""
+def rebuild_index(pipeline: Pipeline, changes: list[str] | None = None) -> IndexRebuild:
+    """Render the index from the live file records; write it only when its bytes change. Then invalidate,
+    in one CloudFront batch, the files that section rebuilds published (``changes`` holds
+    ``/path:sha256:seq``) and the index if it changed."""
     store = pipeline.store
     generation = store.next_index_generation()
     records = store.files()
@@ -30,10 +37,15 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
     result = IndexRebuild(generation, files=len(named))
     if digest != store.index_sha():
         if not pipeline.bucket.publish(INDEX_NAME, index, generation):
-            return result  # a newer index is already out; it decides what is named
+            raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
         store.put_index_sha(digest, generation)
-        pipeline.cdn.invalidate([f"/{INDEX_NAME}"], f"index|{digest}|{generation}")
         result.written = True
+    pending = sorted(set(changes or []) | ({f"/{INDEX_NAME}:{digest}:{generation}"} if result.written else set()))
+    if pending:
+        paths = sorted({change.split(":", 1)[0] for change in pending})
+        reference = hashlib.sha256("|".join(pending).encode()).hexdigest()  # the same change: the same batch
+        pipeline.cdn.invalidate(paths, reference)
+        result.invalidated = paths
     sections: set[str] = set()
     for retiring in (f for f in records if f.state == "retiring"):
         if store.move_file_state(retiring, "retiring", "unnamed"):

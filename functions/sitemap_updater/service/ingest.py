@@ -65,7 +65,7 @@ def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tupl
                 _mark_dirty(pipeline, old.section, old.url, old.key, old.rank, None)
                 pipeline.store.clear_pending(old.url, old.rank)
             return Outcome.NOOP, None
-    write = _write(state)
+    write = page_write(state)
     unchanged = (
         old is not None
         and not old.pending
@@ -87,7 +87,8 @@ def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tupl
     return Outcome.ACCEPTED, change
 
 
-def _write(state: PageState) -> PageWrite:
+def page_write(state: PageState) -> PageWrite:
+    """The items that record a page state."""
     if state.entry is not None:
         entry = state.entry
         return PageWrite(

@@ -7,9 +7,11 @@ computed from the recorded counts of untouched files plus the manifest of the to
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from sitemap_updater.core.events import to_micros
@@ -55,6 +57,7 @@ class SectionRebuild:
     deleted: list[str] = field(default_factory=list)
     changed_urls: dict[str, str] = field(default_factory=dict)
     entries_read: int = 0
+    index_changes: list[str] = field(default_factory=list)
 
 
 def _inside(inner: KeyRange, outer: KeyRange) -> bool:
@@ -82,13 +85,18 @@ class _Section:
         self.section = section
         self.live = live
         self.loaded: dict[KeyRange, list[PageState]] = {}
+        self._keys: dict[KeyRange, list[int]] = {}  # keys of live entries, sorted
+        self._sizes: dict[KeyRange, list[int]] = {}  # running totals of their sizes
         self.entries_read = 0
 
     def load(self, region: KeyRange) -> None:
         if region not in self.loaded:
-            states = self._pipeline.store.entries(self.section, region)
+            states = sorted(self._pipeline.store.entries(self.section, region), key=lambda s: (s.key, s.url))
             self.entries_read += len(states)
-            self.loaded[region] = sorted(states, key=lambda s: (s.key, s.url))
+            self.loaded[region] = states
+            live = [s.entry for s in states if s.entry is not None]
+            self._keys[region] = [e.key for e in live]
+            self._sizes[region] = [0, *accumulate(e.size for e in live)]
 
     def _unloaded_files(self) -> Iterable[PublishedFile]:
         return (f for f in self.live if not any(_inside(f.key_range, r) for r in self.loaded))
@@ -104,13 +112,12 @@ class _Section:
             if _inside(published.key_range, node):
                 count += published.url_count
                 size += published.entry_bytes
-        for region, states in self.loaded.items():
+        for region, keys in self._keys.items():
             if region.end <= start or end <= region.start:
                 continue
-            for state in states:
-                if state.entry is not None and start <= state.key < end:
-                    count += 1
-                    size += state.entry.size
+            lo, hi = bisect_left(keys, start), bisect_left(keys, end)
+            count += hi - lo
+            size += self._sizes[region][hi] - self._sizes[region][lo]
         return count, size
 
     def states_in(self, key_range: KeyRange) -> list[PageState]:
@@ -142,7 +149,8 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     fresh: list[PublishedFile] = []
     for key_range in layout:
         old = by_range.get(key_range)
-        touched = any(key_range.contains(k) for k in dirty_keys)
+        i = bisect_left(dirty_keys, key_range.start)
+        touched = i < len(dirty_keys) and dirty_keys[i] < key_range.end
         if old is not None and not touched:
             continue
         states = data.states_in(key_range)
@@ -185,11 +193,11 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     for published in fresh:
         store.put_file(published)  # after the bytes exist: the index only ever names published files
     if fresh or result.retired:
-        digest = hashlib.sha256(f"{section}|{seq}|{sorted(f.name + f.sha256 for f in fresh)}".encode()).hexdigest()
-        pipeline.index_queue.send({"section": section, "seq": seq}, group=INDEX_GROUP, dedup=digest)
-    if result.put:
-        reference = hashlib.sha256(f"{section}|{seq}|{sorted(result.put)}".encode()).hexdigest()
-        pipeline.cdn.invalidate([f"/{name}" for name in result.put], reference)
+        # The index rebuild publishes the index, then invalidates these paths and the index in one batch.
+        changes = sorted(f"/{f.name}:{f.sha256}:{seq}" for f in fresh if f.name in result.put)
+        result.index_changes = changes
+        digest = hashlib.sha256(f"{section}|{seq}|{changes}|{result.retired}".encode()).hexdigest()
+        pipeline.index_queue.send({"section": section, "seq": seq, "changes": changes}, group=INDEX_GROUP, dedup=digest)
     return result
 
 
