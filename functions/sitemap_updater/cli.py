@@ -108,6 +108,20 @@ def _parser() -> argparse.ArgumentParser:
         "--max-urls-per-file", type=_max_urls, default=None, metavar="N", help="the stack parameter MaxUrlsPerFile"
     )
     loc.add_argument("--log", type=Path, metavar="FILE", help="write the functions' JSON logs here")
+    imp = commands.add_parser(
+        "import",
+        help="load a whole site into a stack's manifests with batched writes, then publish everything once",
+        description=(
+            "How a site starts: validate every event (or adopt an existing sitemap), keep the newest per URL, "
+            "write the manifests in batches and publish every file and the index once. The stack is named by "
+            "the same environment variables the functions read (SITE_URL, MANIFEST_TABLE, BUCKET_NAME, ...; "
+            "see the README)."
+        ),
+    )
+    source = imp.add_mutually_exclusive_group(required=True)
+    source.add_argument("--events", type=Path, metavar="PAGES.jsonl", help="page events, one per line")
+    source.add_argument("--sitemap", metavar="URL_OR_FILE", help="an existing sitemap or sitemap index to adopt")
+    imp.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
     commands.add_parser("schema", help="print the JSON Schema of the event contract (docs/event.schema.json)")
     return parser
 
@@ -202,6 +216,38 @@ def _local(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _import(args: argparse.Namespace) -> int:
+    import os
+
+    import boto3
+
+    from sitemap_updater.service.adopt import sitemap_events
+    from sitemap_updater.service.bulk_import import import_events
+    from sitemap_updater.service.pipeline import Pipeline
+    from sitemap_updater.settings import Settings, SettingsError
+
+    try:
+        settings = Settings.from_env(os.environ)
+    except SettingsError as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    pipeline = Pipeline.connect(settings, boto3.session.Session(), args.endpoint_url)
+    try:
+        if args.events is not None:
+            bodies = [line for line in args.events.read_text(encoding="utf-8").splitlines() if line.strip()]
+        else:
+            bodies = list(sitemap_events(args.sitemap))
+    except (OSError, ValueError) as exc:
+        print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    result = import_events(bodies, pipeline)
+    for line, reason in result.rejections:
+        print(f"{args.events or args.sitemap}:{line}: rejected: {reason}", file=sys.stderr)
+    written = sum(len(s.put) for s in result.sections)
+    print(f"{result.pages:,} pages imported; {written:,} sitemap files published; {len(result.rejections):,} rejected")
+    return EXIT_OK
+
+
 def _wave_summary(path: Path, report: dict[str, object]) -> str:
     events = report["events"]
     s3 = report["s3"]
@@ -231,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _build(args)
     if args.command == "local":
         return _local(args)
+    if args.command == "import":
+        return _import(args)
     if args.command == "schema":
         print(json.dumps(event_json_schema(), indent=2, ensure_ascii=False))
         return EXIT_OK

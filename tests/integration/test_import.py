@@ -1,0 +1,67 @@
+"""`sitemap-updater import`: a site starts from a full export or by adopting its existing sitemap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sitemap_updater.cli import main
+from sitemap_updater.core.sharding import Limits
+from sitemap_updater.service.adopt import sitemap_events
+from tests.conftest import BASE, event, reference_site
+from tests.integration.conftest import LocalRunFactory
+
+XXE = b"""<?xml version="1.0"?>
+<!DOCTYPE urlset [<!ENTITY secret SYSTEM "file:///etc/passwd">]>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc>https://www.example.com/a&secret;</loc></url>
+</urlset>"""
+
+
+def _use_stack_env(monkeypatch: pytest.MonkeyPatch, environment: dict[str, str]) -> None:
+    for key, value in environment.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "local")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+def test_import_from_events_publishes_the_site_once(
+    local_run: LocalRunFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = local_run()
+    pages = [event(f"{BASE}/{s}/p{i}", version=1) for s in ("blog", "docs") for i in range(50)]
+    export = tmp_path / "pages.jsonl"
+    export.write_text("\n".join(json.dumps(p) for p in pages) + "\n{broken\n", encoding="utf-8")
+    _use_stack_env(monkeypatch, run.stack.environment)
+    assert main(["import", "--events", str(export), "--endpoint-url", run.endpoint_url]) == 0
+    assert run.published() == reference_site(pages, Limits()).all_bytes()
+
+
+def test_adopting_an_existing_sitemap_keeps_every_url(
+    local_run: LocalRunFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a site published by another tool (here: our own build), as an index and its files on disk
+    pages = [event(f"{BASE}/blog/p{i}", lastmod="2026-11-02", images=[{"loc": f"{BASE}/i{i}.jpg"}]) for i in range(30)]
+    built = reference_site(pages, Limits(max_urls=10))
+    for name, data in built.all_bytes().items():
+        (tmp_path / name).write_bytes(data)
+    # When it is adopted
+    run = local_run()
+    _use_stack_env(monkeypatch, run.stack.environment)
+    assert main(["import", "--sitemap", str(tmp_path / "sitemap.xml"), "--endpoint-url", run.endpoint_url]) == 0
+    # Then every URL, lastmod and image is published again
+    adopted = list(sitemap_events(str(tmp_path / "sitemap.xml")))
+    assert sorted(json.loads(a)["url"] for a in adopted) == sorted(p["url"] for p in pages)
+    published = run.published()
+    assert published["sitemap.xml"]
+    assert all(json.loads(a)["images"] for a in adopted)
+
+
+def test_adoption_never_resolves_entities(tmp_path: Path) -> None:
+    path = tmp_path / "evil.xml"
+    path.write_bytes(XXE)
+    urls = [json.loads(e)["url"] for e in sitemap_events(str(path))]
+    assert all("root:" not in url for url in urls)

@@ -1,0 +1,78 @@
+"""template.yaml: lints clean, transforms offline with the SAM translator, and keeps its promises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from samtranslator.translator.transform import transform
+from samtranslator.yaml_helper import yaml_parse
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+
+
+class _NoManagedPolicies:
+    """The translator's policy loader, offline: SAM policy templates need no AWS call."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+@cache
+def transformed() -> dict[str, Any]:
+    template = yaml_parse(TEMPLATE.read_text(encoding="utf-8"))
+    template["Globals"]["Function"]["CodeUri"] = "s3://artifacts/sitemap-updater.zip"  # what `sam package` does
+    parameters = {"SiteUrl": "https://www.example.com"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # the translator asks for a region, nothing more
+        return dict(transform(template, parameters, _NoManagedPolicies()))
+
+
+def test_cfn_lint_is_clean() -> None:
+    cfn_lint = Path(sys.executable).parent / "cfn-lint"
+    run = subprocess.run([str(cfn_lint), str(TEMPLATE)], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_sam_transform_gives_functions_with_partial_batch_responses() -> None:
+    resources = transformed()["Resources"]
+    mappings = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    assert len(mappings) == 3
+    assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings)
+    functions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    assert len(functions) == 4
+    assert all(f["Architectures"] == ["arm64"] and f["Runtime"].startswith("python3.1") for f in functions)
+
+
+def test_queues_have_dead_letter_queues_and_long_enough_visibility() -> None:
+    resources = transformed()["Resources"]
+    timeouts = {
+        name: r["Properties"]["Timeout"] for name, r in resources.items() if r["Type"] == "AWS::Lambda::Function"
+    }
+    consumer = {
+        "IngestQueue": "IngestFunction",
+        "RebuildQueue": "RebuildShardFunction",
+        "IndexQueue": "RebuildIndexFunction",
+    }
+    for queue, function in consumer.items():
+        props = resources[queue]["Properties"]
+        assert props["RedrivePolicy"]["maxReceiveCount"] == 5
+        assert props["VisibilityTimeout"] >= 6 * timeouts[function]
+    assert resources["RebuildQueue"]["Properties"]["FifoQueue"] is True
+
+
+def test_bucket_is_private_and_read_only_through_cloudfront() -> None:
+    resources = transformed()["Resources"]
+    bucket = resources["SitemapBucket"]["Properties"]
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    assert bucket["VersioningConfiguration"]["Status"] == "Enabled"
+    statements = resources["SitemapBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    allow = [s for s in statements if s["Effect"] == "Allow"]
+    assert [s["Principal"] for s in allow] == [{"Service": "cloudfront.amazonaws.com"}]
+    origin = resources["Distribution"]["Properties"]["DistributionConfig"]["Origins"][0]
+    assert "OriginAccessControlId" in origin
