@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -14,6 +15,11 @@ from sitemap_updater.core.layout import SiteFiles, build_site
 from sitemap_updater.core.reduce import PageState, reduce_states, split_states, state_from_event
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.urls import Site
+
+# As the template sets them for every function; read by Powertools when handler modules are imported.
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "sitemap-updater")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "SitemapUpdater")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 BASE = "https://www.example.com"
 AS_OF_US = 1_795_262_400_000_000  # 2026-11-21T12:00:00Z

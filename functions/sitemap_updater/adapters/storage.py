@@ -1,8 +1,9 @@
 """S3: publish sitemap files so that older bytes never replace newer ones.
 
-Every object carries the sequence number of the manifest state it was rendered from (``x-amz-meta-seq``).
-A put is a compare-and-swap: it reads the current object's sequence and ETag, and writes with ``If-Match``
-(or ``If-None-Match: *`` for a new object) only when its own sequence is higher. A crash at any point leaves
+Every object carries a version (``x-amz-meta-seq``): for sitemap files the manifest sequence it was rendered
+from and the render time, for the index its generation. A put is a compare-and-swap: it reads the current
+object's version and ETag, and writes with ``If-Match`` (or ``If-None-Match: *`` for a new object) only when
+its own version is higher. A crash at any point leaves
 either the old or the new object, and a retry converges.
 """
 

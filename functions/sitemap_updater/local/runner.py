@@ -186,9 +186,19 @@ class LocalRun:
     def _invoke(self, handler_path: str, event: dict[str, Any]) -> dict[str, Any]:
         module_name, function_name = handler_path.rsplit(".", 1)
         start = _LOG_SINK.tell()
-        with contextlib.redirect_stdout(_LOG_SINK):
+        with contextlib.redirect_stdout(_LOG_SINK):  # metrics print to stdout
             handler = getattr(importlib.import_module(module_name), function_name)
-            response = handler(event, _Context(function_name=module_name.rsplit(".", 1)[-1]))
+            # Powertools loggers keep the stream they were created with: point them at the sink meanwhile.
+            service = logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "service_undefined"))
+            streams = [h for h in service.handlers if isinstance(h, logging.StreamHandler)]
+            previous = [h.stream for h in streams]
+            for stream_handler in streams:
+                stream_handler.setStream(_LOG_SINK)
+            try:
+                response = handler(event, _Context(function_name=module_name.rsplit(".", 1)[-1]))
+            finally:
+                for stream_handler, stream in zip(streams, previous, strict=True):
+                    stream_handler.setStream(stream)
         self.logs += [line for line in _LOG_SINK.getvalue()[start:].splitlines() if line.strip()]
         return dict(response or {})
 

@@ -22,6 +22,7 @@ from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, sectio
 from sitemap_updater.service.pipeline import Pipeline
 
 INDEX_GROUP = "index"
+_RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +166,8 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         if old is not None and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
             continue
         if old is None or old.sha256 != rendered.sha256:
-            bucket.publish(name, rendered.data, seq)
+            # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
+            bucket.publish(name, rendered.data, seq * _RENDER_SCALE + as_of)
             result.put.append(name)
         fresh.append(
             PublishedFile(

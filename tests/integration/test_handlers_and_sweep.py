@@ -1,0 +1,85 @@
+"""Handlers with the sample SQS events, crash recovery of unqueued changes, and news aging out."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sitemap_updater.handlers import ingest as ingest_handler
+from sitemap_updater.local.runner import LocalRun
+from sitemap_updater.service.ingest import ingest
+from sitemap_updater.service.runtime import use_pipeline
+from sitemap_updater.service.sweep import sweep
+from tests.conftest import BASE, event
+from tests.integration.conftest import FIXED_NOW, LocalRunFactory, bodies
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+
+
+class _Context:
+    function_name = "ingest"
+    memory_limit_in_mb = 512
+    aws_request_id = "test"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:ingest"
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in EVENTS.glob("sqs-*.json")))
+def test_sample_sqs_events_are_handled_without_batch_failures(local_run: LocalRunFactory, sample: str) -> None:
+    run = local_run()
+    use_pipeline(run.pipeline)
+    try:
+        response = ingest_handler.handler(json.loads((EVENTS / sample).read_text()), _Context())
+    finally:
+        use_pipeline(None)
+    assert response == {"batchItemFailures": []}
+    run.drain()
+    published = run.published()
+    if sample in ("sqs-bad.json", "sqs-unpublish.json"):  # rejected, or removing a page never published
+        assert "sitemap.xml" not in published
+    else:
+        assert "sitemap.xml" in published
+
+
+def test_a_change_whose_rebuild_was_never_queued_is_recovered(local_run: LocalRunFactory) -> None:
+    # Given an ingest that dies after recording the change but before queueing the rebuild
+    run = local_run()
+    pipeline = run.pipeline
+    send = pipeline.rebuild_queue.send
+
+    def crash(*_args: Any, **_kwargs: Any) -> None:
+        raise ConnectionError("Lambda died here")
+
+    object.__setattr__(pipeline.rebuild_queue, "send", crash)
+    with pytest.raises(ConnectionError):
+        ingest(json.dumps(event(f"{BASE}/blog/recovered", version=1)), pipeline)
+    object.__setattr__(pipeline.rebuild_queue, "send", send)
+    assert "sitemap.xml" not in run.published()
+    # When the sweep runs (or SQS redelivers the event)
+    assert sweep(pipeline).requeued == 1
+    run.drain()
+    # Then the page is published
+    assert b"/blog/recovered" in gzip.decompress(run.published()["sitemap-blog-00000000.xml.gz"])
+
+
+def test_news_older_than_two_days_leaves_the_file_after_the_sweep(moto_endpoint: str) -> None:
+    now = [FIXED_NOW]
+    with LocalRun(BASE, None, moto_endpoint, clock=lambda: now[0], name="news-sweep") as run:
+        news = {
+            "publication_name": "Example Times",
+            "publication_language": "en",
+            "publication_date": (FIXED_NOW - timedelta(hours=1)).isoformat(),
+            "title": "Tram line approved",
+        }
+        run.send_wave(bodies([event(f"{BASE}/news/tram", news=news)]))
+        before = gzip.decompress(run.published()["sitemap-news-00000000.xml.gz"])
+        assert b"<news:news>" in before
+        now[0] = FIXED_NOW + timedelta(days=2)
+        assert sweep(run.pipeline).news_expired == 1
+        run.drain()
+        after = gzip.decompress(run.published()["sitemap-news-00000000.xml.gz"])
+        assert b"<news:news>" not in after and b"/news/tram" in after
