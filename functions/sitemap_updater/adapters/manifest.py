@@ -15,6 +15,7 @@ A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BE
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -162,20 +163,16 @@ class ManifestStore:
 
     def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
         """Record a newer event whose entry is unchanged: only the page state moves, nothing is dirty."""
-        try:
-            self._client.put_item(
+        return _conditional(
+            lambda: self._client.put_item(
                 TableName=self.table, Item=self._page_item(write, False), **self._condition(expected_rank)
             )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        )
 
     def clear_pending(self, url: str, rank: str) -> None:
         """The rebuild for this change is queued; a redelivered event need not queue it again."""
-        try:
-            self._client.update_item(
+        _conditional(
+            lambda: self._client.update_item(
                 TableName=self.table,
                 Key={"pk": _s(f"page#{url}"), "sk": _s("state")},
                 UpdateExpression="SET pending = :false",
@@ -183,9 +180,7 @@ class ManifestStore:
                 ExpressionAttributeNames={"#rank": "rank"},
                 ExpressionAttributeValues={":false": {"BOOL": False}, ":rank": _s(rank)},
             )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
+        )
 
     def pending_pages(self) -> list[PageRecord]:
         """Page states whose rebuild may not have been queued (a crash between the write and the send)."""
@@ -276,8 +271,8 @@ class ManifestStore:
 
     def move_file_state(self, published: PublishedFile, from_state: str, to_state: str) -> bool:
         """Change a file record's state only if it is still ``from_state`` with the same content."""
-        try:
-            self._client.update_item(
+        return _conditional(
+            lambda: self._client.update_item(
                 TableName=self.table,
                 Key=_file_key(published),
                 UpdateExpression="SET #state = :to",
@@ -285,26 +280,19 @@ class ManifestStore:
                 ExpressionAttributeNames={"#state": "state"},
                 ExpressionAttributeValues={":to": _s(to_state), ":from": _s(from_state), ":sha": _s(published.sha256)},
             )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        )
 
     def delete_file(self, published: PublishedFile, state: str) -> bool:
-        try:
-            self._client.delete_item(
+        """Delete a file record only if it is still in ``state``."""
+        return _conditional(
+            lambda: self._client.delete_item(
                 TableName=self.table,
                 Key=_file_key(published),
                 ConditionExpression="#state = :state",
                 ExpressionAttributeNames={"#state": "state"},
                 ExpressionAttributeValues={":state": _s(state)},
             )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        )
 
     # --- index --------------------------------------------------------------------------------------
     def next_index_generation(self) -> int:
@@ -328,6 +316,17 @@ class ManifestStore:
             TableName=self.table,
             Item={"pk": _s("index"), "sk": _s("index"), "sha256": _s(sha256), "generation": _n(generation)},
         )
+
+
+def _conditional(operation: Callable[[], object]) -> bool:
+    """Run a conditional write; False when its condition did not hold."""
+    try:
+        operation()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
 
 
 def _file_key(published: PublishedFile) -> dict[str, Any]:
