@@ -108,6 +108,11 @@ def _parser() -> argparse.ArgumentParser:
         "--max-urls-per-file", type=_max_urls, default=None, metavar="N", help="the stack parameter MaxUrlsPerFile"
     )
     loc.add_argument("--log", type=Path, metavar="FILE", help="write the functions' JSON logs here")
+    loc.add_argument(
+        "--indexnow-endpoint",
+        metavar="URL",
+        help="send IndexNow submissions here; without it, local runs record what they would send and send nothing",
+    )
     imp = commands.add_parser(
         "import",
         help="load a whole site into a stack's manifests with batched writes, then publish everything once",
@@ -201,7 +206,9 @@ def _local(args: argparse.Namespace) -> int:
         print(f"sitemap-updater: cannot read {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
     reports = []
-    with LocalRun(args.site.base_url, args.max_urls_per_file, args.endpoint_url) as run:
+    with LocalRun(
+        args.site.base_url, args.max_urls_per_file, args.endpoint_url, indexnow_endpoint=args.indexnow_endpoint
+    ) as run:
         print(f"local stack on {run.endpoint_url}: resources created from template.yaml")
         for path in args.events:
             report = run.send_wave(read_events_file(path)).as_dict()
@@ -264,6 +271,11 @@ def _wave_summary(path: Path, report: dict[str, object]) -> str:
     changed = report["changed_urls"]
     assert isinstance(changed, list)
     lines += [f"  changed: {url}" for url in changed]
+    notifications = report["notifications"]
+    assert isinstance(notifications, list)
+    for sent in notifications:
+        status = "not sent (dry run)" if sent["status"] is None else f"HTTP {sent['status']}"
+        lines.append(f"  IndexNow/Search Console: {len(sent['urls'])} URL(s) to {sent['endpoint']}: {status}")
     rejections = report["rejections"]
     assert isinstance(rejections, list)
     lines += [f"  rejected (to the DLQ): {r['reason']}" for r in rejections]

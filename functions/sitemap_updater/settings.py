@@ -20,7 +20,18 @@ _ENV = {
     "index_queue_url": "INDEX_QUEUE_URL",
     "notify_queue_url": "NOTIFY_QUEUE_URL",
     "ingest_dlq_url": "INGEST_DLQ_URL",
+    "indexnow_key": "INDEXNOW_KEY",
+    "indexnow_endpoint": "INDEXNOW_ENDPOINT",
+    "indexnow_window_seconds": "INDEXNOW_WINDOW_SECONDS",
+    "notify_dry_run": "NOTIFY_DRY_RUN",
+    "search_console_secret_arn": "SEARCH_CONSOLE_SECRET_ARN",
+    "search_console_property": "SEARCH_CONSOLE_PROPERTY",
+    "search_console_interval_seconds": "SEARCH_CONSOLE_INTERVAL_SECONDS",
+    "search_console_api": "SEARCH_CONSOLE_API",
+    "robots_check": "ROBOTS_CHECK",
 }
+INDEXNOW_ENDPOINT = "https://api.indexnow.org/indexnow"
+SEARCH_CONSOLE_API = "https://www.googleapis.com/webmasters/v3"
 Name = Annotated[str, Field(min_length=1)]
 
 
@@ -42,6 +53,16 @@ class Settings(BaseModel):
     index_queue_url: Name
     notify_queue_url: Name
     ingest_dlq_url: Name
+    # Notifications. IndexNow is off without a key; Search Console is off without a secret.
+    indexnow_key: Annotated[str, Field(pattern=r"^([a-zA-Z0-9-]{8,128})?$")] = ""
+    indexnow_endpoint: Annotated[str, Field(pattern=r"^https?://")] = INDEXNOW_ENDPOINT
+    indexnow_window_seconds: Annotated[int, Field(ge=0, le=86_400)] = 300
+    notify_dry_run: bool = False
+    search_console_secret_arn: str = ""
+    search_console_property: str = ""
+    search_console_interval_seconds: Annotated[int, Field(ge=0)] = 3600
+    search_console_api: Annotated[str, Field(pattern=r"^https?://")] = SEARCH_CONSOLE_API
+    robots_check: bool = False
 
     @field_validator("site_url")
     @classmethod
@@ -69,6 +90,11 @@ class Settings(BaseModel):
     @property
     def site(self) -> Site:
         return Site.parse(self.site_url)
+
+    @property
+    def property_url(self) -> str:
+        """The Search Console property: as configured (``sc-domain:...`` or a URL prefix), else the site root."""
+        return self.search_console_property or f"{self.site.base_url}/"
 
     @property
     def limits(self) -> Limits:

@@ -42,10 +42,10 @@ def test_cfn_lint_is_clean() -> None:
 def test_sam_transform_gives_functions_with_partial_batch_responses() -> None:
     resources = transformed()["Resources"]
     mappings = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
-    assert len(mappings) == 3
+    assert len(mappings) == 4
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings)
     functions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 4
+    assert len(functions) == 5
     assert all(f["Architectures"] == ["arm64"] and f["Runtime"].startswith("python3.1") for f in functions)
 
 

@@ -294,6 +294,31 @@ class ManifestStore:
             )
         )
 
+    # --- notifications ------------------------------------------------------------------------------
+    def recently_sent(self, urls: list[str], channel: str, now_s: int) -> set[str]:
+        """URLs already accepted by ``channel`` within the current window (their record has not expired)."""
+        found: set[str] = set()
+        for start in range(0, len(urls), 100):
+            keys: list[Any] = [{"pk": _s(f"sent#{url}"), "sk": _s(channel)} for url in urls[start : start + 100]]
+            request: Any = {self.table: {"Keys": keys, "ConsistentRead": True}}
+            while request:
+                response = self._client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.table, []):
+                    if int(item["expires_at"]["N"]) > now_s:
+                        found.add(item["pk"]["S"].removeprefix("sent#"))
+                request = response.get("UnprocessedKeys") or None
+        return found
+
+    def mark_sent(self, urls: list[str], channel: str, expires_at_s: int) -> None:
+        """Remember what ``channel`` accepted until ``expires_at_s`` (also the table's TTL attribute)."""
+        items = [
+            {"pk": _s(f"sent#{url}"), "sk": _s(channel), "expires_at": _n(expires_at_s)} for url in sorted(set(urls))
+        ]
+        for start in range(0, len(items), 25):
+            request: Any = {self.table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+            while request:
+                request = self._client.batch_write_item(RequestItems=request).get("UnprocessedItems") or None
+
     # --- index --------------------------------------------------------------------------------------
     def next_index_generation(self) -> int:
         result = self._client.update_item(

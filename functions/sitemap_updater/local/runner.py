@@ -20,6 +20,7 @@ from sitemap_updater.local.stack import REGION, LocalStack, create_stack, sessio
 from sitemap_updater.service.index import IndexRebuild
 from sitemap_updater.service.ingest import IngestResult
 from sitemap_updater.service.messages import Rejected
+from sitemap_updater.service.notify import NotifyResult
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import SectionRebuild
 from sitemap_updater.service.runtime import use_pipeline
@@ -57,6 +58,7 @@ class WaveReport:
     changed_urls: list[str] = field(default_factory=list)
     dlq: int = 0
     invalidation_batches: int = 0
+    notifications: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +70,7 @@ class WaveReport:
             "invalidation_batches": self.invalidation_batches,
             "changed_urls": sorted(set(self.changed_urls)),
             "dlq": self.dlq,
+            "notifications": self.notifications,
         }
 
 
@@ -82,6 +85,8 @@ class LocalRun:
         clock: Callable[[], datetime] | None = None,
         template: Path = TEMPLATE,
         name: str | None = None,
+        indexnow_endpoint: str | None = None,
+        indexnow_key: str = "local-indexnow-key-0001",
     ) -> None:
         self._server: Any = None
         if endpoint_url is None:
@@ -93,11 +98,15 @@ class LocalRun:
             host, port = self._server.get_host_and_port()
             endpoint_url = f"http://{host}:{port}"
         self.endpoint_url = endpoint_url
-        parameters = {"SiteUrl": site_url}
+        parameters = {"SiteUrl": site_url, "IndexNowKey": indexnow_key}
         if max_urls_per_file is not None:
             parameters["MaxUrlsPerFile"] = str(max_urls_per_file)
         stack_name = name or "sitemap-" + hashlib.sha256(f"{time.time_ns()}".encode()).hexdigest()[:8]
         self.stack: LocalStack = create_stack(template, endpoint_url, parameters, stack_name)
+        # Without an IndexNow endpoint, a local run records what it would send and sends nothing.
+        self.stack.environment["NOTIFY_DRY_RUN"] = "false" if indexnow_endpoint else "true"
+        if indexnow_endpoint:
+            self.stack.environment["INDEXNOW_ENDPOINT"] = indexnow_endpoint
         self.settings = Settings.from_env(self.stack.environment)
         self._results: list[object] = []
         extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
@@ -212,40 +221,30 @@ class LocalRun:
             elif isinstance(result, SectionRebuild):
                 report.put += result.put
                 report.deleted += result.deleted
+                report.changed_urls += list(result.changed_urls)
             elif isinstance(result, IndexRebuild):
                 if result.written:
                     report.put.append("sitemap.xml")
                 report.invalidations += result.invalidated
                 report.invalidation_batches += 1 if result.invalidated else 0
-        for record in self._drain_plain("NotifyQueue"):
-            report.changed_urls += list(json.loads(record)["changed"])
+            elif isinstance(result, NotifyResult):
+                report.notifications += [n.as_dict() for n in [*result.sent, *result.rejected]]
         dead = self._depth(self.stack.queue_url("IngestDeadLetterQueue"))
         report.dlq, self._dead = dead - self._dead, dead
 
-    def _drain_plain(self, logical: str) -> list[str]:
-        """Take every message of a queue no local function consumes (the notifier's input)."""
-        url = self.stack.queue_url(logical)
-        bodies: list[str] = []
-        while messages := self._sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-            for message in messages:
-                bodies.append(message["Body"])
-                self._sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-        return bodies
-
     # --- results -------------------------------------------------------------------------------------
-    def published(self) -> dict[str, bytes]:
-        """Every object in the bucket, by name."""
+    def published(self, everything: bool = False) -> dict[str, bytes]:
+        """The sitemap files and index in the bucket, by name (``everything``: the IndexNow key file too)."""
         bucket = self.settings.bucket_name
-        return {
-            name: self._s3.get_object(Bucket=bucket, Key=name)["Body"].read() for name in self.pipeline.bucket.names()
-        }
+        names = [n for n in self.pipeline.bucket.names() if everything or n.endswith((".xml", ".xml.gz"))]
+        return {name: self._s3.get_object(Bucket=bucket, Key=name)["Body"].read() for name in names}
 
     def download(self, out_dir: Path) -> None:
         """Copy the bucket into ``out_dir`` (replacing what a previous run left there)."""
         out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in out_dir.glob("sitemap*.xml*"):
+        for stale in [*out_dir.glob("sitemap*.xml*"), *out_dir.glob("*.txt")]:
             stale.unlink()
-        for name, data in self.published().items():
+        for name, data in self.published(everything=True).items():
             (out_dir / name).write_bytes(data)
 
     def close(self) -> None:

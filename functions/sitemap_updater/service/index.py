@@ -40,6 +40,7 @@ def rebuild_index(pipeline: Pipeline, changes: list[str] | None = None) -> Index
             raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
         store.put_index_sha(digest, generation)
         result.written = True
+        pipeline.notify_queue.send({"index": {"generation": generation, "sha256": digest}})
     pending = sorted(set(changes or []) | ({f"/{INDEX_NAME}:{digest}:{generation}"} if result.written else set()))
     if pending:
         paths = sorted({change.split(":", 1)[0] for change in pending})

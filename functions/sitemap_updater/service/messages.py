@@ -10,6 +10,7 @@ from typing import Any
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.service.index import IndexRebuild, rebuild_index
 from sitemap_updater.service.ingest import IngestResult, ingest
+from sitemap_updater.service.notify import Notifiers, NotifyResult, NotifyRetry, notify
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import DirtyMark, SectionRebuild, rebuild_section
 
@@ -77,3 +78,16 @@ def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[Inde
         return done, []
     except Exception:
         return None, [record["messageId"] for record in records]
+
+
+def notify_batch(
+    records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifiers
+) -> tuple[NotifyResult | None, list[str]]:
+    """All change records of a batch are coalesced into as few requests as possible. When a search engine
+    keeps answering 429 or 5xx, every message is retried (what was accepted is recorded and not resent)."""
+    try:
+        done = notify([json.loads(record["body"]) for record in records], pipeline, notifiers)
+    except NotifyRetry:
+        return None, [record["messageId"] for record in records]
+    pipeline.observe(done)
+    return done, []

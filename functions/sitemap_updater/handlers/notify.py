@@ -1,0 +1,44 @@
+"""Lambda: tell search engines about changed pages (IndexNow) and a changed index (Search Console)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from sitemap_updater.service.messages import notify_batch
+from sitemap_updater.service.notify import search_console_hint
+from sitemap_updater.service.runtime import current_notifiers, current_pipeline
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    records = event.get("Records", [])
+    done, failures = notify_batch(records, current_pipeline(), current_notifiers())
+    if done is None:
+        logger.warning("search engine busy; the change records will be retried", extra={"records": len(records)})
+    else:
+        for sent in done.sent:
+            logger.info("notified", extra={"endpoint": sent.endpoint, "status": sent.status, "urls": len(sent.urls)})
+            metrics.add_metric(name="UrlsNotified", unit=MetricUnit.Count, value=len(sent.urls))
+        for refused in done.rejected:
+            hint = search_console_hint(refused.status or 0) if "googleapis" in refused.endpoint else ""
+            logger.error(
+                "notification refused",
+                extra={
+                    "endpoint": refused.endpoint,
+                    "status": refused.status,
+                    "body": refused.body[:2000],
+                    "hint": hint,
+                },
+            )
+            metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
+    return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}

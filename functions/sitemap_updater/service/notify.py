@@ -1,0 +1,155 @@
+"""Notify search engines only about real changes: IndexNow with the changed URLs, Search Console for the index."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+from urllib.parse import urlsplit
+
+from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.adapters.search_console import SearchConsole
+from sitemap_updater.core.events import to_micros
+from sitemap_updater.core.sharding import INDEX_NAME
+from sitemap_updater.service.pipeline import Pipeline
+
+MAX_URLS_PER_REQUEST = 10_000
+MAX_ATTEMPTS = 4
+MAX_DELAY_S = 30.0
+ACCEPTED = (200, 202)
+NOT_RETRIED = (400, 403, 422)
+INDEXNOW = "indexnow"
+SEARCH_CONSOLE = "search-console"
+
+
+class NotifyRetry(RuntimeError):
+    """A search engine answered 429 or 5xx on every attempt; SQS delivers the record again later."""
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """One request (or, in a dry run, one request not sent): where, what answer, which URLs."""
+
+    endpoint: str
+    status: int | None
+    urls: list[str]
+    attempts: int = 0
+    body: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "status": self.status, "urls": self.urls}
+
+
+@dataclass(slots=True)
+class NotifyResult:
+    sent: list[Notification] = field(default_factory=list)
+    rejected: list[Notification] = field(default_factory=list)
+    skipped_recent: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Notifiers:
+    """The HTTP side of notifications, built once per cold start."""
+
+    http: HttpClient
+    search_console: SearchConsole | None = None
+    sleep: Callable[[float], None] = time.sleep
+
+
+def retry_delay(response: HttpResponse, attempt: int) -> float:
+    """Seconds to wait: Retry-After (seconds or an HTTP date) when given, else exponential; capped."""
+    value = next((v for k, v in response.headers.items() if k.lower() == "retry-after"), None)
+    delay = float(2**attempt)
+    if value:
+        if value.strip().isdigit():
+            delay = float(value.strip())
+        else:
+            moment = email.utils.parsedate_to_datetime(value)
+            delay = max(0.0, moment.timestamp() - time.time())
+    return min(delay, MAX_DELAY_S)
+
+
+def _send(notifiers: Notifiers, call: Callable[[], HttpResponse]) -> tuple[HttpResponse, int]:
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        response = call()
+        if response.status != 429 and response.status < 500:
+            return response, attempt
+        if attempt < MAX_ATTEMPTS:
+            notifiers.sleep(retry_delay(response, attempt))
+    return response, MAX_ATTEMPTS
+
+
+def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifiers) -> NotifyResult:
+    """Handle change records: ``{"changed": {url: change}}`` from section rebuilds and ``{"index": ...}``
+    from index rebuilds. Nothing is sent for records without changes."""
+    settings = pipeline.settings
+    result = NotifyResult()
+    urls = sorted({url for record in records for url in record.get("changed", {})})
+    now_s = to_micros(pipeline.clock()) // 1_000_000
+    if urls and settings.indexnow_key:
+        _indexnow(urls, pipeline, notifiers, now_s, result)
+    if any("index" in record for record in records) and notifiers.search_console is not None:
+        _search_console(pipeline, notifiers.search_console, notifiers, now_s, result)
+    return result
+
+
+def _indexnow(urls: list[str], pipeline: Pipeline, notifiers: Notifiers, now_s: int, result: NotifyResult) -> None:
+    settings = pipeline.settings
+    recent = pipeline.store.recently_sent(urls, INDEXNOW, now_s) if settings.indexnow_window_seconds else set()
+    result.skipped_recent = sorted(recent)
+    fresh = [url for url in urls if url not in recent]
+    if not fresh:
+        return
+    key = settings.indexnow_key
+    pipeline.bucket.publish(f"{key}.txt", key.encode(), 1)  # the key file, served at the site root by the CDN
+    host = urlsplit(pipeline.site.base_url).netloc
+    for start in range(0, len(fresh), MAX_URLS_PER_REQUEST):
+        chunk = fresh[start : start + MAX_URLS_PER_REQUEST]
+        body = {"host": host, "key": key, "keyLocation": f"{pipeline.site.base_url}/{key}.txt", "urlList": chunk}
+        if settings.notify_dry_run:
+            result.sent.append(Notification(settings.indexnow_endpoint, None, chunk))
+            continue
+        response, attempts = _send(notifiers, partial(notifiers.http.request, "POST", settings.indexnow_endpoint, body))
+        notification = Notification(settings.indexnow_endpoint, response.status, chunk, attempts, response.body)
+        if response.status in ACCEPTED:
+            pipeline.store.mark_sent(chunk, INDEXNOW, now_s + max(settings.indexnow_window_seconds, 1))
+            result.sent.append(notification)
+        elif response.status == 429 or response.status >= 500:
+            raise NotifyRetry(f"IndexNow answered {response.status} {attempts} times; will retry")
+        else:
+            result.rejected.append(notification)  # 400, 403, 422: our request is wrong; retrying cannot help
+
+
+def _search_console(
+    pipeline: Pipeline, console: SearchConsole, notifiers: Notifiers, now_s: int, result: NotifyResult
+) -> None:
+    settings = pipeline.settings
+    feed = pipeline.site.file_url(INDEX_NAME)
+    if pipeline.store.recently_sent([feed], SEARCH_CONSOLE, now_s):
+        return  # submitted within the interval; Google re-reads a submitted index by itself
+    if settings.notify_dry_run:
+        result.sent.append(Notification(settings.search_console_api, None, [feed]))
+        return
+    response, attempts = _send(notifiers, lambda: console.submit(settings.property_url, feed))
+    notification = Notification(settings.search_console_api, response.status, [feed], attempts, response.body)
+    if response.status in (200, 204):
+        pipeline.store.mark_sent([feed], SEARCH_CONSOLE, now_s + max(settings.search_console_interval_seconds, 1))
+        result.sent.append(notification)
+    elif response.status == 429 or response.status >= 500:
+        raise NotifyRetry(f"Search Console answered {response.status} {attempts} times; will retry")
+    else:
+        result.rejected.append(notification)
+
+
+def search_console_hint(status: int) -> str:
+    """The likely cause of a Search Console refusal, for the log."""
+    if status == 403:
+        return (
+            "403: the service account is not an owner of the Search Console property, or the property type "
+            "does not match (sc-domain:example.com for a Domain property, https://www.example.com/ for a URL "
+            "prefix); add the account as an owner and check SearchConsoleProperty"
+        )
+    return f"{status}: the request was refused; see the response body"
