@@ -83,3 +83,29 @@ def test_news_older_than_two_days_leaves_the_file_after_the_sweep(moto_endpoint:
         run.drain()
         after = gzip.decompress(run.published()["sitemap-news-00000000.xml.gz"])
         assert b"<news:news>" not in after and b"/news/tram" in after
+
+
+@pytest.mark.parametrize(
+    ("robots", "warned"),
+    [("User-agent: *\nSitemap: https://www.example.com/sitemap.xml\n", False), ("User-agent: *\nDisallow:\n", True)],
+)
+def test_the_sweep_warns_when_robots_txt_does_not_name_the_index(
+    local_run: LocalRunFactory, httpserver: Any, robots: str, warned: bool
+) -> None:
+    from sitemap_updater.adapters.http import HttpClient
+    from sitemap_updater.service.pipeline import Pipeline
+    from sitemap_updater.service.sweep import robots_warning
+
+    run = local_run()
+    httpserver.expect_request("/robots.txt").respond_with_data(robots)
+    site_url = httpserver.url_for("/").rstrip("/")
+    settings = run.pipeline.settings.model_copy(update={"site_url": site_url, "robots_check": True})
+    pipeline = Pipeline(
+        settings, run.pipeline.store, run.pipeline.bucket, run.pipeline.cdn, run.pipeline.rebuild_queue,
+        run.pipeline.index_queue, run.pipeline.notify_queue, run.pipeline.dead_letters,
+    )  # fmt: skip
+    robots_text = robots.replace("https://www.example.com", site_url)
+    httpserver.clear()
+    httpserver.expect_request("/robots.txt").respond_with_data(robots_text)
+    assert (robots_warning(pipeline, HttpClient()) is not None) is warned
+    assert (sweep(pipeline, HttpClient()).robots_warning is not None) is warned

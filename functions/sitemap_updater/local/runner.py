@@ -87,6 +87,7 @@ class LocalRun:
         name: str | None = None,
         indexnow_endpoint: str | None = None,
         indexnow_key: str = "local-indexnow-key-0001",
+        parameters: dict[str, str] | None = None,
     ) -> None:
         self._server: Any = None
         if endpoint_url is None:
@@ -98,7 +99,7 @@ class LocalRun:
             host, port = self._server.get_host_and_port()
             endpoint_url = f"http://{host}:{port}"
         self.endpoint_url = endpoint_url
-        parameters = {"SiteUrl": site_url, "IndexNowKey": indexnow_key}
+        parameters = {"SiteUrl": site_url, "IndexNowKey": indexnow_key, **(parameters or {})}
         if max_urls_per_file is not None:
             parameters["MaxUrlsPerFile"] = str(max_urls_per_file)
         stack_name = name or "sitemap-" + hashlib.sha256(f"{time.time_ns()}".encode()).hexdigest()[:8]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.core.events import to_micros
-from sitemap_updater.core.sharding import section_slug
+from sitemap_updater.core.sharding import INDEX_NAME, section_slug
 from sitemap_updater.service.pipeline import Pipeline
 
 
@@ -14,9 +15,23 @@ from sitemap_updater.service.pipeline import Pipeline
 class SweepResult:
     requeued: int
     news_expired: int
+    robots_warning: str | None = None
 
 
-def sweep(pipeline: Pipeline) -> SweepResult:
+def robots_warning(pipeline: Pipeline, http: HttpClient) -> str | None:
+    """A warning when the site's robots.txt does not name the index (the one network call the sweep makes)."""
+    index_url = pipeline.site.file_url(INDEX_NAME)
+    response = http.request("GET", pipeline.site.file_url("robots.txt"))
+    if response.status != 200:
+        return f"robots.txt answered HTTP {response.status}; add 'Sitemap: {index_url}' to it"
+    for line in response.body.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "sitemap" and value.strip() == index_url:
+            return None
+    return f"robots.txt does not name the sitemap index; add the line 'Sitemap: {index_url}'"
+
+
+def sweep(pipeline: Pipeline, http: HttpClient | None = None) -> SweepResult:
     """Queue a rebuild for every page still marked pending, and for every file whose news expired."""
     requeued = 0
     for page in pipeline.store.pending_pages():
@@ -33,4 +48,7 @@ def sweep(pipeline: Pipeline) -> SweepResult:
             dedup = hashlib.sha256(f"news|{published.name}|{published.news_until_us}".encode()).hexdigest()
             pipeline.rebuild_queue.send(body, group=section_slug(published.section), dedup=dedup)
             expired += 1
-    return SweepResult(requeued, expired)
+    warning = None
+    if pipeline.settings.robots_check and http is not None:
+        warning = robots_warning(pipeline, http)
+    return SweepResult(requeued, expired, warning)

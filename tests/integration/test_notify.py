@@ -1,0 +1,176 @@
+"""Notifications against a real HTTP receiver: exact IndexNow bodies, nothing for non-changes, retries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+from sitemap_updater.adapters.http import HttpClient
+from sitemap_updater.adapters.search_console import SearchConsole
+from sitemap_updater.local.runner import LocalRun
+from sitemap_updater.service.notify import Notifiers, notify, search_console_hint
+from tests.conftest import BASE, event
+from tests.integration.conftest import FIXED_NOW, bodies
+
+KEY = "local-indexnow-key-0001"
+
+
+@pytest.fixture
+def receiver(httpserver: HTTPServer) -> Iterator[tuple[HTTPServer, list[dict[str, Any]]]]:
+    received: list[dict[str, Any]] = []
+
+    def accept(request: Request) -> Response:
+        received.append({"body": json.loads(request.data), "content_type": request.headers["Content-Type"]})
+        return Response(status=202)
+
+    httpserver.expect_request("/indexnow", method="POST").respond_with_handler(accept)
+    yield httpserver, received
+
+
+@pytest.fixture
+def run(
+    moto_endpoint: str, receiver: tuple[HTTPServer, list[dict[str, Any]]], request: pytest.FixtureRequest
+) -> Iterator[LocalRun]:
+    server, _ = receiver
+    name = f"n{abs(hash(request.node.nodeid)) % 10**8}"
+    with LocalRun(
+        BASE,
+        None,
+        moto_endpoint,
+        clock=lambda: FIXED_NOW,
+        name=name,
+        indexnow_endpoint=server.url_for("/indexnow"),
+        parameters={"IndexNowWindowSeconds": "0"},  # every change is sent; the window has its own test
+    ) as local:
+        yield local
+
+
+def expected(urls: list[str]) -> dict[str, Any]:
+    return {"host": "www.example.com", "key": KEY, "keyLocation": f"{BASE}/{KEY}.txt", "urlList": urls}
+
+
+def test_new_updated_and_deleted_pages_are_sent_exactly(
+    run: LocalRun, receiver: tuple[HTTPServer, list[dict[str, Any]]]
+) -> None:
+    _, received = receiver
+    a, b = f"{BASE}/blog/a", f"{BASE}/blog/b"
+    run.send_wave(bodies([event(a, version=1), event(b, version=1)]))
+    run.send_wave(bodies([event(a, version=2, lastmod="2026-11-21")]))
+    run.send_wave(bodies([event(b, type="delete", version=2, occurred_at="2026-11-21T00:00:00Z")]))
+    assert received == [
+        {"body": expected([a, b]), "content_type": "application/json; charset=utf-8"},
+        {"body": expected([a]), "content_type": "application/json; charset=utf-8"},
+        {"body": expected([b]), "content_type": "application/json; charset=utf-8"},
+    ]
+    assert run.published(everything=True)[f"{KEY}.txt"] == KEY.encode()
+
+
+def test_a_url_is_sent_at_most_once_per_window(httpserver: HTTPServer, moto_endpoint: str) -> None:
+    httpserver.expect_request("/indexnow", method="POST").respond_with_data("", status=202)
+    url = f"{BASE}/blog/a"
+    endpoint = httpserver.url_for("/indexnow")
+    with LocalRun(
+        BASE, None, moto_endpoint, clock=lambda: FIXED_NOW, name="window", indexnow_endpoint=endpoint
+    ) as local:
+        local.send_wave(bodies([event(url, version=1)]))
+        report = local.send_wave(bodies([event(url, version=2, lastmod="2026-11-21")])).as_dict()
+    assert report["changed_urls"] == [url] and report["notifications"] == []
+    assert len(httpserver.log) == 1
+
+
+def test_duplicates_and_identical_republishes_send_nothing(
+    run: LocalRun, receiver: tuple[HTTPServer, list[dict[str, Any]]]
+) -> None:
+    _, received = receiver
+    wave = bodies([event(f"{BASE}/blog/p{i}", version=1) for i in range(5)])
+    run.send_wave(wave)
+    assert len(received) == 1
+    run.send_wave(wave)  # the same wave again
+    run.send_wave(bodies([event(f"{BASE}/blog/p{i}", version=2) for i in range(5)]))  # same content, newer version
+    assert len(received) == 1
+
+
+def test_indexnow_url_lists_equal_the_changed_urls_of_each_wave(
+    run: LocalRun, receiver: tuple[HTTPServer, list[dict[str, Any]]]
+) -> None:
+    waves = [
+        [event(f"{BASE}/{s}/p{i}", version=1) for s in ("blog", "docs") for i in range(6)],
+        [event(f"{BASE}/blog/p{i}", version=2, lastmod="2026-11-21") for i in range(3)]
+        + [event(f"{BASE}/docs/p0", type="delete", version=2, occurred_at="2026-11-21T00:00:00Z")],
+    ]
+    for wave in waves:
+        report = run.send_wave(bodies(wave)).as_dict()
+        sent = sorted(url for n in report["notifications"] for url in n["urls"])
+        assert sent == report["changed_urls"] and sent
+
+
+def test_429_is_retried_after_retry_after_and_422_is_not(httpserver: HTTPServer, moto_endpoint: str) -> None:
+    calls: list[int] = []
+
+    def busy_then_ok(request: Request) -> Response:
+        calls.append(1)
+        if len(calls) == 1:
+            return Response(status=429, headers={"Retry-After": "0"})
+        return Response(status=200)
+
+    httpserver.expect_request("/retry", method="POST").respond_with_handler(busy_then_ok)
+    httpserver.expect_request("/refuse", method="POST").respond_with_data("key not valid for this host", status=422)
+    with LocalRun(
+        BASE, None, moto_endpoint, clock=lambda: FIXED_NOW, name="retry", indexnow_endpoint=httpserver.url_for("/retry")
+    ) as local:
+        report = local.send_wave(bodies([event(f"{BASE}/blog/a")])).as_dict()
+        assert len(calls) == 2
+        assert report["notifications"][0]["status"] == 200
+    with LocalRun(
+        BASE,
+        None,
+        moto_endpoint,
+        clock=lambda: FIXED_NOW,
+        name="refuse",
+        indexnow_endpoint=httpserver.url_for("/refuse"),
+    ) as local:
+        report = local.send_wave(bodies([event(f"{BASE}/blog/a")])).as_dict()
+        refused = [line for line in local.logs if "notification refused" in line]
+        assert report["notifications"][0]["status"] == 422
+        assert len(refused) == 1 and "key not valid for this host" in refused[0]
+        assert any('"NotificationsRejected"' in line for line in local.logs)
+    assert len([r for r, _ in httpserver.log if r.path == "/refuse"]) == 1  # not retried
+
+
+def test_without_an_endpoint_a_local_run_sends_nothing_and_records_it(moto_endpoint: str) -> None:
+    with LocalRun(BASE, None, moto_endpoint, clock=lambda: FIXED_NOW, name="dry") as local:
+        report = local.send_wave(bodies([event(f"{BASE}/blog/a")])).as_dict()
+    assert report["notifications"] == [
+        {"endpoint": "https://api.indexnow.org/indexnow", "status": None, "urls": [f"{BASE}/blog/a"]}
+    ]
+
+
+def test_search_console_gets_the_index_once_per_interval_and_403_explains(
+    httpserver: HTTPServer, moto_endpoint: str
+) -> None:
+    puts: list[str] = []
+
+    def record(request: Request) -> Response:
+        puts.append(unquote(request.path))
+        assert request.headers["Authorization"] == "Bearer test-token"
+        return Response(status=204)
+
+    # the property and feed are percent-encoded in the path; the receiver sees them decoded
+    path = "/wm/sites/https://www.example.com//sitemaps/https://www.example.com/sitemap.xml"
+    httpserver.expect_request(path, method="PUT").respond_with_handler(record)
+    with LocalRun(BASE, None, moto_endpoint, clock=lambda: FIXED_NOW, name="gsc") as local:
+        http = HttpClient()
+        notifiers = Notifiers(http, SearchConsole(http, lambda: "test-token", httpserver.url_for("/wm")))
+        settings = local.pipeline.settings.model_copy(update={"notify_dry_run": False, "indexnow_key": ""})
+        object.__setattr__(local.pipeline, "settings", settings)
+        first = notify([{"index": {"generation": 1}}], local.pipeline, notifiers)
+        again = notify([{"index": {"generation": 2}}], local.pipeline, notifiers)
+    assert [n.status for n in first.sent] == [204] and again.sent == []
+    assert puts == [path]
+    assert "not an owner" in search_console_hint(403) and "sc-domain:" in search_console_hint(403)
