@@ -37,6 +37,7 @@ MAX_IMAGES = 1000
 MAX_VIDEOS = 100
 MAX_ALTERNATES = 1000
 MAX_VERSION = 10**18
+MAX_BODY_BYTES = 262_144  # SQS's message limit: a larger body cannot have come through the queue
 
 
 def _event_type(value: object) -> object:
@@ -71,6 +72,13 @@ def parse_w3c(text: str) -> date | datetime:
     """Parse a W3C date or date-time with offset, as written in sitemaps."""
     value = _w3c_datetime(text)
     assert isinstance(value, date)
+    return value
+
+
+def _rfc3339_text(value: object) -> object:
+    """occurred_at is RFC 3339 text: a number would be read as a Unix time, which the contract does not allow."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError("must be an RFC 3339 date-time string with an offset, not a number")
     return value
 
 
@@ -166,7 +174,9 @@ class PageEvent(_Model):
         description="upsert (aliases publish, update) or delete (aliases unpublish, archive)"
     )
     url: Annotated[str, Field(min_length=1, description="absolute URL on the site's canonical host")]
-    occurred_at: AwareDatetime = Field(description="RFC 3339 date-time with offset")
+    occurred_at: Annotated[AwareDatetime, BeforeValidator(_rfc3339_text)] = Field(
+        description="RFC 3339 date-time with offset"
+    )
     version: Annotated[int, Field(ge=0, le=MAX_VERSION)] | None = Field(
         default=None, description="monotonic per URL; events are ordered by (version, occurred_at)"
     )
@@ -232,6 +242,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEvent:
     """Decode, unwrap (EventBridge, SNS) and validate one event; raise EventRejected naming the field."""
     if isinstance(body, str | bytes):
+        size = len(body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body)
+        if size > MAX_BODY_BYTES:
+            raise EventRejected.single("(body)", f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes")
         # Fast path: a plain event validated straight from JSON. Anything else (an envelope, an error)
         # takes the general path below, which also words the errors.
         context: dict[str, Any] = {"site": site, "warnings": []}
@@ -265,7 +278,7 @@ def _decode(body: str | bytes | Mapping[str, Any], field: str) -> Any:
 
 def _unwrap(data: Any, prefix: str) -> tuple[Any, str]:
     if not isinstance(data, Mapping):
-        raise EventRejected.single(prefix or "(body)", "must be a JSON object")
+        raise EventRejected.single(prefix.rstrip(".") or "(body)", "must be a JSON object")
     if "detail" in data and "detail-type" in data:  # EventBridge
         return _unwrap(data["detail"], f"{prefix}detail.")
     if data.get("Type") == "Notification" and isinstance(data.get("Message"), str):  # SNS
