@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# checkov pins many packages of its own: it gets a virtual environment of its own.
+TOOLS  := .venv-tools
+TOOLS_STAMP := $(TOOLS)/.installed
 
 .PHONY: venv test lint typecheck unit demo bench schema clean
 
@@ -14,9 +17,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-lint: venv
+$(TOOLS_STAMP):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet --upgrade pip
+	$(TOOLS)/bin/python -m pip install --quiet 'checkov>=3.2'
+	touch $(TOOLS_STAMP)
+
+lint: venv $(TOOLS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/cfn-lint template.yaml
+	$(TOOLS)/bin/checkov --file template.yaml --framework cloudformation --quiet --compact 2>/dev/null
 
 typecheck: venv
 	$(BIN)/mypy
@@ -45,4 +56,4 @@ bench: venv
 	$(BIN)/python -m bench.full_build
 
 clean:
-	rm -rf $(VENV) out .mypy_cache .pytest_cache .ruff_cache .hypothesis bench/.cache
+	rm -rf $(VENV) $(TOOLS) out .mypy_cache .pytest_cache .ruff_cache .hypothesis bench/.cache
