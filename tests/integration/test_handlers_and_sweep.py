@@ -109,3 +109,27 @@ def test_the_sweep_warns_when_robots_txt_does_not_name_the_index(
     httpserver.expect_request("/robots.txt").respond_with_data(robots_text)
     assert (robots_warning(pipeline, HttpClient()) is not None) is warned
     assert (sweep(pipeline, HttpClient()).robots_warning is not None) is warned
+
+
+def test_a_rebuild_dying_before_it_queues_the_index_still_reaches_the_index(local_run: LocalRunFactory) -> None:
+    # Given a page, and a shard rebuild that dies after recording its new file but before queueing the index
+    run = local_run()
+    run.send_wave(bodies([event(f"{BASE}/blog/a", version=1)]))
+    pipeline = run.pipeline
+    send = pipeline.index_queue.send
+    failures = [1]
+
+    def die_once(*args: Any, **kwargs: Any) -> None:
+        if failures:
+            failures.pop()
+            raise ConnectionError("Lambda died here")
+        send(*args, **kwargs)
+
+    object.__setattr__(pipeline.index_queue, "send", die_once)
+    # When a new page arrives and SQS redelivers the failed rebuild
+    report = run.send_wave(bodies([event(f"{BASE}/docs/b", version=1)])).as_dict()
+    object.__setattr__(pipeline.index_queue, "send", send)
+    # Then the index names the new file and its path is invalidated with the index
+    index = run.published()["sitemap.xml"].decode()
+    assert "sitemap-docs-00000000.xml.gz" in index
+    assert report["invalidations"] == ["/sitemap-docs-00000000.xml.gz", "/sitemap.xml"]

@@ -282,6 +282,18 @@ class ManifestStore:
             )
         )
 
+    def clear_pending_index(self, published: PublishedFile) -> bool:
+        """The index has named this file and its path was invalidated (if it still has the same content)."""
+        return _conditional(
+            lambda: self._client.update_item(
+                TableName=self.table,
+                Key=_file_key(published),
+                UpdateExpression="SET pending_index = :false",
+                ConditionExpression="sha256 = :sha",
+                ExpressionAttributeValues={":false": {"BOOL": False}, ":sha": _s(published.sha256)},
+            )
+        )
+
     def delete_file(self, published: PublishedFile, state: str) -> bool:
         """Delete a file record only if it is still in ``state``."""
         return _conditional(
@@ -374,6 +386,7 @@ def _file_item(published: PublishedFile) -> dict[str, Any]:
         "seq": _n(published.seq),
         "state": _s(published.state),
         "news_until_us": _n(published.news_until_us),
+        "pending_index": {"BOOL": published.pending_index},
     }
 
 
@@ -389,4 +402,5 @@ def _file_from_item(item: dict[str, Any]) -> PublishedFile:
         seq=int(item["seq"]["N"]),
         state=item["state"]["S"],
         news_until_us=int(item.get("news_until_us", {}).get("N", "0")),
+        pending_index=item.get("pending_index", {}).get("BOOL", False),
     )

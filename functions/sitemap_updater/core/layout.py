@@ -122,3 +122,4 @@ class PublishedFile:
     seq: int
     state: str = "live"
     news_until_us: int = 0  # when the oldest news entry it shows turns two days old (0: none)
+    pending_index: bool = False  # published, not yet announced by an index rebuild (named, invalidated)

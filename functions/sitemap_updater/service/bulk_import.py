@@ -43,6 +43,5 @@ def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
     for section in sorted(keys):
         marks = [DirtyMark(section, key=key) for key in keys[section]]
         result.sections.append(rebuild_section(pipeline, section, marks))
-    changes = [change for done in result.sections for change in done.index_changes]
-    result.index = rebuild_index(pipeline, changes)
+    result.index = rebuild_index(pipeline)
     return result

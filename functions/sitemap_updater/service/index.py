@@ -24,29 +24,41 @@ class IndexRebuild:
     invalidated: list[str] = field(default_factory=list)
 
 
-def rebuild_index(pipeline: Pipeline, changes: list[str] | None = None) -> IndexRebuild:
-    """Render the index from the live file records; write it only when its bytes change. Then invalidate,
-    in one CloudFront batch, the files that section rebuilds published (``changes`` holds
-    ``/path:sha256:seq``) and the index if it changed."""
+def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
+    """Render the index from the live file records; write it only when its bytes change. Then invalidate, in
+    one CloudFront batch, the files section rebuilds published since the last index (``pending_index``) and
+    the index if it changed, and mark those files announced."""
     store = pipeline.store
     generation = store.next_index_generation()
     records = store.files()
     named = [f for f in records if f.state == "live"]
-    index = render_index(pipeline.site.base_url, [IndexItem(f.name, f.lastmod_us) for f in named])
-    digest = hashlib.sha256(index).hexdigest()
     result = IndexRebuild(generation, files=len(named))
-    if digest != store.index_sha():
-        if not pipeline.bucket.publish(INDEX_NAME, index, generation):
-            raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
-        store.put_index_sha(digest, generation)
+    current = store.index_sha()
+    digest = ""
+    if named:
+        index = render_index(pipeline.site.base_url, [IndexItem(f.name, f.lastmod_us) for f in named])
+        digest = hashlib.sha256(index).hexdigest()
+        if digest != current:
+            if not pipeline.bucket.publish(INDEX_NAME, index, generation):
+                raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
+            store.put_index_sha(digest, generation)
+            result.written = True
+            pipeline.notify_queue.send({"index": {"generation": generation, "sha256": digest}})
+    elif current:  # the site has no pages left; an index must name at least one sitemap, so there is none
+        pipeline.bucket.delete(INDEX_NAME)
+        store.put_index_sha("", generation)
         result.written = True
-        pipeline.notify_queue.send({"index": {"generation": generation, "sha256": digest}})
-    pending = sorted(set(changes or []) | ({f"/{INDEX_NAME}:{digest}:{generation}"} if result.written else set()))
-    if pending:
-        paths = sorted({change.split(":", 1)[0] for change in pending})
-        reference = hashlib.sha256("|".join(pending).encode()).hexdigest()  # the same change: the same batch
+    announced = [f for f in named if f.pending_index]
+    changes = [f"/{f.name}:{f.sha256}:{f.seq}" for f in announced]
+    if result.written:
+        changes.append(f"/{INDEX_NAME}:{digest}:{generation}")
+    if changes:
+        paths = sorted({change.split(":", 1)[0] for change in changes})
+        reference = hashlib.sha256("|".join(sorted(changes)).encode()).hexdigest()  # a retried batch is the same
         pipeline.cdn.invalidate(paths, reference)
         result.invalidated = paths
+    for published in announced:
+        store.clear_pending_index(published)
     sections: set[str] = set()
     for retiring in (f for f in records if f.state == "retiring"):
         if store.move_file_state(retiring, "retiring", "unnamed"):

@@ -71,9 +71,8 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
 
 def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[IndexRebuild | None, list[str]]:
     """Any number of index requests give one index rebuild; on failure every message is retried."""
-    changes = [change for record in records for change in json.loads(record["body"]).get("changes", [])]
     try:
-        done = rebuild_index(pipeline, changes)
+        done = rebuild_index(pipeline)
         pipeline.observe(done)
         return done, []
     except Exception:

@@ -58,7 +58,6 @@ class SectionRebuild:
     deleted: list[str] = field(default_factory=list)
     changed_urls: dict[str, str] = field(default_factory=dict)
     entries_read: int = 0
-    index_changes: list[str] = field(default_factory=list)
 
 
 def _inside(inner: KeyRange, outer: KeyRange) -> bool:
@@ -180,6 +179,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
                 sum(e.size for e in entries),
                 seq,
                 news_until_us=news_until,
+                pending_index=True,
             )
         )
     kept = set(layout)
@@ -194,12 +194,11 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         )
     for published in fresh:
         store.put_file(published)  # after the bytes exist: the index only ever names published files
-    if fresh or result.retired:
-        # The index rebuild publishes the index, then invalidates these paths and the index in one batch.
-        changes = sorted(f"/{f.name}:{f.sha256}:{seq}" for f in fresh if f.name in result.put)
-        result.index_changes = changes
-        digest = hashlib.sha256(f"{section}|{seq}|{changes}|{result.retired}".encode()).hexdigest()
-        pipeline.index_queue.send({"section": section, "seq": seq, "changes": changes}, group=INDEX_GROUP, dedup=digest)
+    if fresh or result.retired or dirty_keys or any(f.pending_index for f in live):
+        # Fresh records are pending for the index; a retry after a crash finds them still pending, so the
+        # index is always told. It names them, invalidates their paths and its own in one batch, and clears them.
+        digest = hashlib.sha256(f"{section}|{seq}|{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}".encode())
+        pipeline.index_queue.send({"section": section, "seq": seq}, group=INDEX_GROUP, dedup=digest.hexdigest())
     return result
 
 
