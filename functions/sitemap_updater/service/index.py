@@ -59,7 +59,8 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
         result.invalidated = paths
     for published in announced:
         store.clear_pending_index(published)
-    sections: set[str] = set()
+    # Files already unnamed (a previous run died before its cleanup marks) are asked for again.
+    sections: set[str] = {f.section for f in records if f.state == "unnamed"}
     for retiring in (f for f in records if f.state == "retiring"):
         if store.move_file_state(retiring, "retiring", "unnamed"):
             result.unnamed.append(retiring.name)
