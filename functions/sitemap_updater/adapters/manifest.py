@@ -33,8 +33,8 @@ _FILES = "files"
 
 
 @dataclass(frozen=True, slots=True)
-class PageRecord:
-    """The page-state item: what ingest needs to decide whether an event is stale, a no-op or a change."""
+class PageFields:
+    """What the page-state item holds about the newest event of a URL."""
 
     url: str
     rank: str
@@ -43,20 +43,19 @@ class PageRecord:
     key: int
     digest: str
     lastmod: str
+
+
+@dataclass(frozen=True, slots=True)
+class PageRecord(PageFields):
+    """The page-state item as read: what ingest needs to decide whether an event is stale, a no-op or a change."""
+
     pending: bool
 
 
 @dataclass(frozen=True, slots=True)
-class PageWrite:
+class PageWrite(PageFields):
     """A change to record: the new page state and its manifest entry (an encoded PageState)."""
 
-    url: str
-    rank: str
-    kind: str
-    section: str
-    key: int
-    digest: str
-    lastmod: str
     record: bytes
 
 
