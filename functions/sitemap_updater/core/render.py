@@ -55,6 +55,7 @@ class RenderedFile:
     sha256: str
     url_count: int
     xml_bytes: int
+    news_until_us: int = 0  # when the oldest news entry it shows turns two days old (0: none shown)
 
 
 class DeterministicGzip:
@@ -115,7 +116,8 @@ def render_urlset(entries: Sequence[Entry], as_of_us: int, level: int = GZIP_LEV
     batch.append(URLSET_CLOSE)
     gz.write(b"".join(batch))
     data, digest, size = gz.finish()
-    return RenderedFile(data, digest, len(entries), size)
+    news_until = min(entries[i].news_us for i in with_news) + NEWS_WINDOW_US if with_news else 0
+    return RenderedFile(data, digest, len(entries), size, news_until)
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -17,7 +17,7 @@ from typing import Any
 from sitemap_updater.core.events import to_micros
 from sitemap_updater.core.layout import PublishedFile, range_lastmod
 from sitemap_updater.core.reduce import PageState
-from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, news_included, render_urlset
+from sitemap_updater.core.render import FILE_OVERHEAD, render_urlset
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, section_slug
 from sitemap_updater.service.pipeline import Pipeline
 
@@ -159,8 +159,6 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         deleted = sorted((s.key, s.tombstone.deleted_us) for s in states if s.tombstone is not None)
         lastmod = range_lastmod(keys, [e.lastmod_us for e in entries], deleted, key_range)
         rendered = render_urlset(entries, as_of)
-        news = [entries[i].news_us for i in news_included(entries, as_of)]
-        news_until = min(news) + NEWS_WINDOW_US if news else 0
         name = key_range.file_name(section)
         if old is not None and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
             continue
@@ -178,7 +176,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
                 len(entries),
                 sum(e.size for e in entries),
                 seq,
-                news_until_us=news_until,
+                news_until_us=rendered.news_until_us,
                 pending_index=True,
             )
         )
