@@ -83,10 +83,6 @@ class Settings(BaseModel):
             problems = [f"{_ENV.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in exc.errors()]
             raise SettingsError("invalid settings: " + "; ".join(problems)) from None
 
-    def to_env(self) -> dict[str, str]:
-        """The environment variables that give these settings (for local runs and tests)."""
-        return {name: str(getattr(self, field)) for field, name in _ENV.items()}
-
     @property
     def site(self) -> Site:
         return Site.parse(self.site_url)

@@ -113,7 +113,6 @@ class LocalRun:
         extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
         self.pipeline = Pipeline.connect(self.settings, session(), endpoint_url, observe=self._results.append, **extra)
         self._sqs = session().client("sqs", endpoint_url=endpoint_url)
-        self._s3 = session().client("s3", endpoint_url=endpoint_url)
         self.logs: list[str] = []
         self._arns: dict[str, str] = {}
         self._wave = 0
@@ -236,9 +235,9 @@ class LocalRun:
     # --- results -------------------------------------------------------------------------------------
     def published(self, everything: bool = False) -> dict[str, bytes]:
         """The sitemap files and index in the bucket, by name (``everything``: the IndexNow key file too)."""
-        bucket = self.settings.bucket_name
-        names = [n for n in self.pipeline.bucket.names() if everything or n.endswith((".xml", ".xml.gz"))]
-        return {name: self._s3.get_object(Bucket=bucket, Key=name)["Body"].read() for name in names}
+        bucket = self.pipeline.bucket
+        found = {name: bucket.read(name) for name in bucket.names() if everything or name.endswith((".xml", ".xml.gz"))}
+        return {name: data for name, data in found.items() if data is not None}
 
     def download(self, out_dir: Path) -> None:
         """Copy the bucket into ``out_dir`` (replacing what a previous run left there)."""

@@ -74,9 +74,9 @@ def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tupl
         and old.digest == write.digest
         and (write.kind == "live" or old.lastmod == write.lastmod)
     )
-    if unchanged:
-        return (Outcome.NOOP, None) if pipeline.store.record_rank(write, old.rank if old else None) else (None, None)
     expected = old.rank if old is not None else None
+    if unchanged:
+        return (Outcome.NOOP, None) if pipeline.store.record_rank(write, expected) else (None, None)
     if not pipeline.store.record_change(write, expected, old.section if old is not None else None):
         return None, None
     change = _change(old, write)
