@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TOOLS  := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: venv test lint typecheck unit demo bench schema clean
+.PHONY: venv test lint typecheck unit demo bench soak schema clean
 
 venv: $(STAMP)
 
@@ -54,6 +54,10 @@ demo: venv
 
 bench: venv
 	$(BIN)/python -m bench.full_build
+
+# 10,000 simulated sequences with faults (not part of `make test`); writes its result into docs/reliability.md.
+soak: venv
+	$(BIN)/python -m tests.sim.soak --sequences $${SEQUENCES:-10000} --write docs/reliability.md
 
 clean:
 	rm -rf $(VENV) $(TOOLS) out .mypy_cache .pytest_cache .ruff_cache .hypothesis bench/.cache

@@ -43,6 +43,9 @@ class PageFields:
     key: int
     digest: str
     lastmod: str
+    # For recovery, while ``pending``: how the entry changed, and the section the page left (empty: none).
+    change: str
+    moved_from: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,14 @@ class PageRecord(PageFields):
     """The page-state item as read: what ingest needs to decide whether an event is stale, a no-op or a change."""
 
     pending: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SentRecord:
+    """What a search engine last accepted for a URL: until when to stay quiet, and the entry's digest."""
+
+    quiet_until_s: int
+    digest: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +104,8 @@ class ManifestStore:
             key=int(item["key"]["S"], 16),
             digest=item.get("digest", {}).get("S", ""),
             lastmod=item.get("lastmod", {}).get("S", ""),
+            change=item.get("change", {}).get("S", ""),
+            moved_from=item.get("moved_from", {}).get("S", ""),
             pending=item.get("pending", {}).get("BOOL", False),
         )
 
@@ -106,6 +119,8 @@ class ManifestStore:
             "key": _s(f"{write.key:016x}"),
             "digest": _s(write.digest),
             "lastmod": _s(write.lastmod),
+            "change": _s(write.change),
+            "moved_from": _s(write.moved_from),
             "pending": {"BOOL": pending},
         }
 
@@ -281,6 +296,19 @@ class ManifestStore:
             )
         )
 
+    def mark_unsettled(self, published: PublishedFile) -> None:
+        """New bytes are about to be put under this record's name: until the record is rewritten, the bucket
+        may hold either, so no rebuild may skip the file because its content looks unchanged."""
+        _conditional(
+            lambda: self._client.update_item(
+                TableName=self.table,
+                Key=_file_key(published),
+                UpdateExpression="SET unsettled = :true",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":true": {"BOOL": True}},
+            )
+        )
+
     def clear_pending_index(self, published: PublishedFile) -> bool:
         """The index has named this file and its path was invalidated (if it still has the same content)."""
         return _conditional(
@@ -306,9 +334,9 @@ class ManifestStore:
         )
 
     # --- notifications ------------------------------------------------------------------------------
-    def recently_sent(self, urls: list[str], channel: str, now_s: int) -> set[str]:
-        """URLs already accepted by ``channel`` within the current window (their record has not expired)."""
-        found: set[str] = set()
+    def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
+        """What ``channel`` last accepted for each URL (records past their expiry are ignored)."""
+        found: dict[str, SentRecord] = {}
         for start in range(0, len(urls), 100):
             keys: list[Any] = [{"pk": _s(f"sent#{url}"), "sk": _s(channel)} for url in urls[start : start + 100]]
             request: Any = {self.table: {"Keys": keys, "ConsistentRead": True}}
@@ -316,15 +344,20 @@ class ManifestStore:
                 response = self._client.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self.table, []):
                     if int(item["expires_at"]["N"]) > now_s:
-                        found.add(item["pk"]["S"].removeprefix("sent#"))
+                        found[item["pk"]["S"].removeprefix("sent#")] = SentRecord(
+                            int(item.get("quiet_until", item["expires_at"])["N"]), item.get("digest", {}).get("S", "?")
+                        )
                 request = response.get("UnprocessedKeys") or None
         return found
 
-    def mark_sent(self, urls: list[str], channel: str, expires_at_s: int) -> None:
-        """Remember what ``channel`` accepted until ``expires_at_s`` (also the table's TTL attribute)."""
+    def mark_sent(self, digests: dict[str, str], channel: str, quiet_until_s: int, expires_at_s: int) -> None:
+        """Remember which content of each URL ``channel`` accepted, and until when not to send it again;
+        ``expires_at_s`` is also the table's TTL attribute."""
         items = [
-            {"pk": _s(f"sent#{url}"), "sk": _s(channel), "expires_at": _n(expires_at_s)} for url in sorted(set(urls))
-        ]
+            {"pk": _s(f"sent#{url}"), "sk": _s(channel), "digest": _s(digest), "quiet_until": _n(quiet_until_s),
+             "expires_at": _n(expires_at_s)}
+            for url, digest in sorted(digests.items())
+        ]  # fmt: skip
         for start in range(0, len(items), 25):
             request: Any = {self.table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
             while request:
@@ -386,6 +419,7 @@ def _file_item(published: PublishedFile) -> dict[str, Any]:
         "state": _s(published.state),
         "news_until_us": _n(published.news_until_us),
         "pending_index": {"BOOL": published.pending_index},
+        "unsettled": {"BOOL": published.unsettled},
     }
 
 
@@ -402,4 +436,5 @@ def _file_from_item(item: dict[str, Any]) -> PublishedFile:
         state=item["state"]["S"],
         news_until_us=int(item.get("news_until_us", {}).get("N", "0")),
         pending_index=item.get("pending_index", {}).get("BOOL", False),
+        unsettled=item.get("unsettled", {}).get("BOOL", False),
     )

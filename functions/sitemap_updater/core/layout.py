@@ -107,8 +107,9 @@ def build_site(
 class PublishedFile:
     """What is recorded about a published sitemap file: its range, content digest, lastmod and counts.
 
-    ``state`` is ``live`` (named by the index), ``retiring`` (left the layout; still named until the next
-    index) or ``unnamed`` (the published index no longer names it; safe to delete). ``seq`` is the section
+    ``state`` is ``writing`` (about to be put under a name nothing else records; never named by the index),
+    ``live`` (named by the index), ``retiring`` (left the layout; still named until the next index) or
+    ``unnamed`` (the published index no longer names it; safe to delete). ``seq`` is the section
     manifest sequence the bytes were rendered from.
     """
 
@@ -123,3 +124,4 @@ class PublishedFile:
     state: str = "live"
     news_until_us: int = 0  # when the oldest news entry it shows turns two days old (0: none)
     pending_index: bool = False  # published, not yet announced by an index rebuild (named, invalidated)
+    unsettled: bool = False  # a put of other bytes under this name may have happened: never skip a render

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from sitemap_updater.core.render import IndexItem, render_index
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import cleanup_mark
+from sitemap_updater.service.rebuild import cleanup_mark, send_change_record
 
 
 class StaleIndex(RuntimeError):
@@ -43,7 +43,7 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
                 raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
             store.put_index_sha(digest, generation)
             result.written = True
-            pipeline.notify_queue.send({"index": {"generation": generation, "sha256": digest}})
+            send_change_record(pipeline, {"index": {"generation": generation, "sha256": digest}})
     elif current:  # the site has no pages left; an index must name at least one sitemap, so there is none
         pipeline.bucket.delete(INDEX_NAME)
         store.put_index_sha("", generation)

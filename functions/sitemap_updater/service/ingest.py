@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sitemap_updater.adapters.manifest import PageRecord, PageWrite
+from sitemap_updater.adapters.manifest import PageFields, PageRecord, PageWrite
 from sitemap_updater.core.entry import entry_from_event, w3c_micros
 from sitemap_updater.core.events import PageEvent, parse_event, parse_w3c
 from sitemap_updater.core.records import encode_state
@@ -62,10 +62,9 @@ def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tupl
             return Outcome.STALE, None
         if state.rank == old.rank:
             if old.pending:  # a crash after recording but before queueing: queue it now
-                _mark_dirty(pipeline, old.section, old.url, old.key, old.rank, None)
-                pipeline.store.clear_pending(old.url, old.rank)
+                requeue(pipeline, old)
             return Outcome.NOOP, None
-    write = page_write(state)
+    write = page_write(state, old)
     unchanged = (
         old is not None
         and not old.pending
@@ -79,16 +78,24 @@ def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tupl
         return (Outcome.NOOP, None) if pipeline.store.record_rank(write, expected) else (None, None)
     if not pipeline.store.record_change(write, expected, old.section if old is not None else None):
         return None, None
-    change = _change(old, write)
-    _mark_dirty(pipeline, write.section, write.url, write.key, write.rank, change)
-    if old is not None and old.section != write.section:
-        _mark_dirty(pipeline, old.section, write.url, write.key, write.rank, None)
-    pipeline.store.clear_pending(write.url, write.rank)
-    return Outcome.ACCEPTED, change
+    requeue(pipeline, write)
+    return Outcome.ACCEPTED, write.change or None
 
 
-def page_write(state: PageState) -> PageWrite:
-    """The items that record a page state."""
+def requeue(pipeline: Pipeline, page: PageFields) -> None:
+    """Queue the rebuild a recorded change needs (its section, and the one it left), then clear ``pending``."""
+    _mark_dirty(pipeline, page.section, page.url, page.key, page.rank, page.change or None)
+    if page.moved_from:
+        _mark_dirty(pipeline, page.moved_from, page.url, page.key, page.rank, None)
+    pipeline.store.clear_pending(page.url, page.rank)
+
+
+def page_write(state: PageState, old: PageRecord | None = None) -> PageWrite:
+    """The items that record a page state (``old``: the state it replaces, to record how it changed)."""
+    kind = "live" if state.entry is not None else "deleted"
+    section = state.entry.section if state.entry is not None else state.tombstone.section if state.tombstone else ""
+    change = _change(old, kind) or ""
+    moved_from = old.section if old is not None and old.section != section else ""
     if state.entry is not None:
         entry = state.entry
         return PageWrite(
@@ -99,6 +106,8 @@ def page_write(state: PageState) -> PageWrite:
             key=entry.key,
             digest=state.digest,
             lastmod=_lastmod_text(entry.body),
+            change=change,
+            moved_from=moved_from,
             record=encode_state(state),
         )
     assert state.tombstone is not None
@@ -111,6 +120,8 @@ def page_write(state: PageState) -> PageWrite:
         key=tomb.key,
         digest="",
         lastmod=w3c_micros(tomb.deleted_us),
+        change=change,
+        moved_from=moved_from,
         record=encode_state(state),
     )
 
@@ -121,9 +132,9 @@ def _lastmod_text(body: bytes) -> str:
     return body[start : body.index(b"</lastmod>", start)].decode()
 
 
-def _change(old: PageRecord | None, write: PageWrite) -> str | None:
+def _change(old: PageRecord | None, kind: str) -> str | None:
     was_live = old is not None and old.kind == "live"
-    if write.kind == "live":
+    if kind == "live":
         return "updated" if was_live else "added"
     return "removed" if was_live else None
 

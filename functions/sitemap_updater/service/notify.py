@@ -23,6 +23,9 @@ ACCEPTED = (200, 202)
 NOT_RETRIED = (400, 403, 422)
 INDEXNOW = "indexnow"
 SEARCH_CONSOLE = "search-console"
+# How long a sent record outlives its quiet window: longer than any SQS redelivery of the same change.
+SENT_RETENTION_S = 2 * 86_400
+UNKNOWN = "?"  # a change record without entry digests (written by an older version)
 
 
 class NotifyRetry(RuntimeError):
@@ -87,18 +90,29 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
     from index rebuilds. Nothing is sent for records without changes."""
     settings = pipeline.settings
     result = NotifyResult()
-    urls = sorted({url for record in records for url in record.get("changed", {})})
+    digests: dict[str, str] = {}  # URL -> digest of the entry now shown ("" once removed); in FIFO order
+    for record in records:
+        for url in record.get("changed", {}):
+            digests[url] = str(record.get("digests", {}).get(url, UNKNOWN))
     now_s = to_micros(pipeline.clock()) // 1_000_000
-    if urls and settings.indexnow_key:
-        _indexnow(urls, pipeline, notifiers, now_s, result)
+    if digests and settings.indexnow_key:
+        _indexnow(digests, pipeline, notifiers, now_s, result)
     if any("index" in record for record in records) and notifiers.search_console is not None:
         _search_console(pipeline, notifiers.search_console, notifiers, now_s, result)
     return result
 
 
-def _indexnow(urls: list[str], pipeline: Pipeline, notifiers: Notifiers, now_s: int, result: NotifyResult) -> None:
+def _indexnow(
+    digests: dict[str, str], pipeline: Pipeline, notifiers: Notifiers, now_s: int, result: NotifyResult
+) -> None:
+    """POST the changed URLs, less those sent within the quiet window and those whose current content was
+    already accepted: a change redelivered after a crash, or carried by two records, is announced once."""
     settings = pipeline.settings
-    recent = pipeline.store.recently_sent(urls, INDEXNOW, now_s) if settings.indexnow_window_seconds else set()
+    urls = sorted(digests)
+    sent = pipeline.store.sent_records(urls, INDEXNOW, now_s)
+    recent = {
+        u for u, r in sent.items() if r.quiet_until_s > now_s or (digests[u] != UNKNOWN and r.digest == digests[u])
+    }
     result.skipped_recent = sorted(recent)
     fresh = [url for url in urls if url not in recent]
     if not fresh:
@@ -115,7 +129,8 @@ def _indexnow(urls: list[str], pipeline: Pipeline, notifiers: Notifiers, now_s: 
         response, attempts = _send(notifiers, partial(notifiers.http.request, "POST", settings.indexnow_endpoint, body))
         notification = Notification(settings.indexnow_endpoint, response.status, chunk, attempts, response.body)
         if response.status in ACCEPTED:
-            pipeline.store.mark_sent(chunk, INDEXNOW, now_s + max(settings.indexnow_window_seconds, 1))
+            quiet = now_s + settings.indexnow_window_seconds
+            pipeline.store.mark_sent({u: digests[u] for u in chunk}, INDEXNOW, quiet, quiet + SENT_RETENTION_S)
             result.sent.append(notification)
         elif response.status == 429 or response.status >= 500:
             raise NotifyRetry(f"IndexNow answered {response.status} {attempts} times; will retry")
@@ -128,7 +143,8 @@ def _search_console(
 ) -> None:
     settings = pipeline.settings
     feed = pipeline.site.file_url(INDEX_NAME)
-    if pipeline.store.recently_sent([feed], SEARCH_CONSOLE, now_s):
+    sent = pipeline.store.sent_records([feed], SEARCH_CONSOLE, now_s).get(feed)
+    if sent is not None and sent.quiet_until_s > now_s:
         return  # submitted within the interval; Google re-reads a submitted index by itself
     if settings.notify_dry_run:
         result.sent.append(Notification(settings.search_console_api, None, [feed]))
@@ -136,7 +152,8 @@ def _search_console(
     response, attempts = _send(notifiers, lambda: console.submit(settings.property_url, feed))
     notification = Notification(settings.search_console_api, response.status, [feed], attempts, response.body)
     if response.status in (200, 204):
-        pipeline.store.mark_sent([feed], SEARCH_CONSOLE, now_s + max(settings.search_console_interval_seconds, 1))
+        quiet = now_s + settings.search_console_interval_seconds
+        pipeline.store.mark_sent({feed: ""}, SEARCH_CONSOLE, quiet, quiet + 1)
         result.sent.append(notification)
     elif response.status == 429 or response.status >= 500:
         raise NotifyRetry(f"Search Console answered {response.status} {attempts} times; will retry")

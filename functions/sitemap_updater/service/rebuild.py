@@ -7,10 +7,11 @@ computed from the recorded counts of untouched files plus the manifest of the to
 from __future__ import annotations
 
 import hashlib
+import json
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any
 
@@ -22,6 +23,7 @@ from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, sectio
 from sitemap_updater.service.pipeline import Pipeline
 
 INDEX_GROUP = "index"
+NOTIFY_GROUP = "notify"
 _RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000
 
 
@@ -57,6 +59,7 @@ class SectionRebuild:
     retired: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     changed_urls: dict[str, str] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # of the entries now shown; "" when removed
     entries_read: int = 0
 
 
@@ -145,6 +148,12 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     for key in dirty_keys:
         data.load(_region_for(key, live))
     layout = plan_with(data.stats, pipeline.limits, FILE_OVERHEAD)
+    names = {r.file_name(section) for r in layout}
+    for abandoned in (f for f in records if f.state == "writing" and f.name not in names):
+        bucket.delete(abandoned.name)  # a rebuild died between its put and its record; the layout moved on
+        store.delete_file(abandoned, "writing")
+        result.deleted.append(abandoned.name)
+    tracked = {f.name for f in records if f.state != "unnamed"} & names
     as_of = to_micros(pipeline.clock())
     fresh: list[PublishedFile] = []
     for key_range in layout:
@@ -160,35 +169,52 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         lastmod = range_lastmod(keys, [e.lastmod_us for e in entries], deleted, key_range)
         rendered = render_urlset(entries, as_of)
         name = key_range.file_name(section)
-        if old is not None and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
+        if old is not None and not old.unsettled and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
             continue
-        if old is None or old.sha256 != rendered.sha256:
+        record = PublishedFile(
+            section,
+            key_range,
+            name,
+            rendered.sha256,
+            lastmod,
+            len(entries),
+            sum(e.size for e in entries),
+            seq,
+            news_until_us=rendered.news_until_us,
+            pending_index=True,
+        )
+        if old is None or old.unsettled or old.sha256 != rendered.sha256:
+            # Record the intent first: a crash after the put leaves neither an orphan nor a record whose
+            # digest no longer matches the bucket (which would let a later rebuild skip the file).
+            if name not in tracked:
+                store.put_file(replace(record, state="writing"))
+                tracked.add(name)
+            elif old is not None and not old.unsettled:
+                store.mark_unsettled(old)
             # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
             bucket.publish(name, rendered.data, seq * _RENDER_SCALE + as_of)
             result.put.append(name)
-        fresh.append(
-            PublishedFile(
-                section,
-                key_range,
-                name,
-                rendered.sha256,
-                lastmod,
-                len(entries),
-                sum(e.size for e in entries),
-                seq,
-                news_until_us=rendered.news_until_us,
-                pending_index=True,
-            )
-        )
+        fresh.append(record)
     kept = set(layout)
     for old in live:
         if old.key_range not in kept and store.move_file_state(old, "live", "retiring"):
             result.retired.append(old.name)
     result.entries_read = data.entries_read
-    result.changed_urls = _changed_urls(marks, result, layout, live)
+    # The state of each marked URL, as the files now show it (its key's region was loaded above).
+    marked = {m.url for m in marks if m.url is not None and m.change is not None}
+    shown = {s.url: s for states in data.loaded.values() for s in states if s.url in marked}
+    result.changed_urls = _changed_urls(marks, shown)
+    result.digests = {url: shown[url].digest for url in result.changed_urls}
     if result.changed_urls:
-        pipeline.notify_queue.send(
-            {"section": section, "seq": seq, "changed": result.changed_urls, "files": result.put}
+        send_change_record(
+            pipeline,
+            {
+                "section": section,
+                "seq": seq,
+                "changed": result.changed_urls,
+                "digests": result.digests,
+                "files": result.put,
+            },
         )
     for published in fresh:
         store.put_file(published)  # after the bytes exist: the index only ever names published files
@@ -200,25 +226,25 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     return result
 
 
-def _changed_urls(
-    marks: list[DirtyMark], result: SectionRebuild, layout: list[KeyRange], live: list[PublishedFile]
-) -> dict[str, str]:
-    """Marked URLs whose published file actually changed (or went away)."""
-    changed_ranges = [r for r in layout if r.file_name(result.section) in result.put]
-    changed_ranges += [f.key_range for f in live if f.name in result.retired]
+def _changed_urls(marks: list[DirtyMark], shown: dict[str, PageState]) -> dict[str, str]:
+    """Marked URLs and how they changed, judged by what the files now show (not by whether this rebuild wrote
+    bytes: an earlier rebuild may already have published a change whose mark arrives only now)."""
     first: dict[str, str] = {}
     last: dict[str, str] = {}
     for mark in marks:  # in FIFO order, so the last mark of a URL is its newest change
-        if mark.url is None or mark.change is None or mark.key is None:
+        if mark.url is None or mark.change is None:
             continue
-        if any(r.contains(mark.key) for r in changed_ranges):
-            first.setdefault(mark.url, mark.change)
-            last[mark.url] = mark.change
+        first.setdefault(mark.url, mark.change)
+        last[mark.url] = mark.change
     urls: dict[str, str] = {}
     for url, change in last.items():
-        was_live, is_live = first[url] != "added", change != "removed"
-        if was_live or is_live:  # added then removed in one batch: the published files never showed it
-            urls[url] = "updated" if was_live and is_live else ("added" if is_live else "removed")
+        state = shown.get(url)
+        if state is not None and state.entry is not None:
+            urls[url] = "added" if first[url] == "added" else "updated"
+        elif state is not None and change == "removed":
+            # Also when added and removed before this rebuild ran: an earlier attempt that died before its
+            # notification may have shown it. At worst a crawler is told about a page that is gone (404).
+            urls[url] = "removed"
     return urls
 
 
@@ -228,6 +254,13 @@ def rebuild_sections(pipeline: Pipeline, marks: Iterable[DirtyMark]) -> list[Sec
     for mark in marks:
         by_section[mark.section].append(mark)
     return [rebuild_section(pipeline, section, group) for section, group in sorted(by_section.items())]
+
+
+def send_change_record(pipeline: Pipeline, body: dict[str, Any]) -> None:
+    """Queue a change record for the notifier (one FIFO group: notifier runs never overlap; a record sent
+    twice by a retried rebuild within five minutes is dropped by SQS)."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    pipeline.notify_queue.send(body, group=NOTIFY_GROUP, dedup=digest)
 
 
 def cleanup_mark(section: str, generation: int) -> tuple[dict[str, Any], str, str]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.core.events import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME, section_slug
+from sitemap_updater.service.ingest import requeue
 from sitemap_updater.service.pipeline import Pipeline
 
 
@@ -35,10 +36,7 @@ def sweep(pipeline: Pipeline, http: HttpClient | None = None) -> SweepResult:
     """Queue a rebuild for every page still marked pending, and for every file whose news expired."""
     requeued = 0
     for page in pipeline.store.pending_pages():
-        body = {"section": page.section, "url": page.url, "key": f"{page.key:016x}", "change": None}
-        dedup = hashlib.sha256(f"sweep|{page.url}|{page.rank}".encode()).hexdigest()
-        pipeline.rebuild_queue.send(body, group=section_slug(page.section), dedup=dedup)
-        pipeline.store.clear_pending(page.url, page.rank)
+        requeue(pipeline, page)
         requeued += 1
     now = to_micros(pipeline.clock())
     expired = 0

@@ -1,0 +1,421 @@
+"""In-memory AWS for the simulation. Every method that is one AWS call in the real adapter is one atomic
+step here, made through :meth:`Scheduler.point` (where faults strike and other invocations interleave).
+
+The DynamoDB store fakes ``ManifestStore`` method by method with the same conditions; S3 is faked at the
+client level, so the real compare-and-swap ``SitemapBucket.publish`` (HEAD, then a conditional PUT) runs.
+The real adapters are exercised against moto in ``tests/integration``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from sitemap_updater.adapters.cdn import Invalidator
+from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.adapters.manifest import ManifestStore, PageRecord, PageWrite, SentRecord, entry_sort_key
+from sitemap_updater.adapters.queues import MessageQueue
+from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.records import decode_states
+from sitemap_updater.core.reduce import PageState
+from sitemap_updater.core.sharding import KeyRange
+from tests.sim.scheduler import Clock, Scheduler
+
+
+def _client_error(code: str, operation: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}}, operation)
+
+
+# --- DynamoDB ----------------------------------------------------------------------------------------------
+class FakeStore(ManifestStore):
+    """The manifest table as dictionaries; conditions as in :class:`ManifestStore`."""
+
+    def __init__(self, sched: Scheduler) -> None:  # no client: every method is overridden
+        self.table = "sim-manifest"
+        self._sched = sched
+        self.pages: dict[str, PageRecord] = {}
+        self.manifest: dict[str, dict[str, bytes]] = {}
+        self.seqs: dict[str, int] = {}
+        self.file_records: dict[tuple[str, int], PublishedFile] = {}
+        self.index: tuple[str, int] | None = None
+        self.sent: dict[tuple[str, str], tuple[int, SentRecord]] = {}
+
+    def _call(self, name: str, call: Callable[[], Any]) -> Any:
+        return self._sched.point(f"dynamodb.{name}", call)
+
+    def get_page(self, url: str) -> PageRecord | None:
+        return self._call("get_item", lambda: self.pages.get(url))  # type: ignore[no-any-return]
+
+    def _rank_holds(self, url: str, expected: str | None) -> bool:
+        page = self.pages.get(url)
+        return page is None if expected is None else page is not None and page.rank == expected
+
+    @staticmethod
+    def _record(write: PageWrite, pending: bool) -> PageRecord:
+        return PageRecord(write.url, write.rank, write.kind, write.section, write.key, write.digest, write.lastmod,
+                          write.change, write.moved_from, pending)  # fmt: skip
+
+    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None) -> bool:
+        def transaction() -> bool:
+            if not self._rank_holds(write.url, expected_rank):
+                return False
+            self.pages[write.url] = self._record(write, True)
+            sort_key = entry_sort_key(write.key, write.url)
+            self.manifest.setdefault(write.section, {})[sort_key] = write.record
+            touched = [write.section]
+            if old_section is not None and old_section != write.section:
+                self.manifest.get(old_section, {}).pop(sort_key, None)
+                touched.append(old_section)
+            for section in touched:
+                self.seqs[section] = self.seqs.get(section, 0) + 1
+            return True
+
+        return bool(self._call("transact_write_items", transaction))
+
+    def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
+        def put() -> bool:
+            if not self._rank_holds(write.url, expected_rank):
+                return False
+            self.pages[write.url] = self._record(write, False)
+            return True
+
+        return bool(self._call("put_item", put))
+
+    def clear_pending(self, url: str, rank: str) -> None:
+        def update() -> None:
+            page = self.pages.get(url)
+            if page is not None and page.rank == rank:
+                self.pages[url] = replace(page, pending=False)
+
+        self._call("update_item", update)
+
+    def pending_pages(self) -> list[PageRecord]:
+        return list(self._call("scan", lambda: [p for _, p in sorted(self.pages.items()) if p.pending]))
+
+    def import_pages(self, writes: list[PageWrite]) -> None:
+        raise NotImplementedError("the simulation starts from an empty site")
+
+    def section_seq(self, section: str) -> int:
+        return int(self._call("get_item", lambda: self.seqs.get(section, 0)))
+
+    def entries(self, section: str, key_range: KeyRange) -> list[PageState]:
+        low, high = f"{key_range.start:016x}#", f"{key_range.end - 1:016x}#\x7f"
+
+        def query() -> list[PageState]:
+            items = sorted((k, v) for k, v in self.manifest.get(section, {}).items() if low <= k <= high)
+            return [state for _, record in items for state in decode_states(record)]
+
+        return list(self._call("query", query))
+
+    def files(self, section: str | None = None) -> list[PublishedFile]:
+        def query() -> list[PublishedFile]:
+            found = sorted(self.file_records.items())
+            return [f for _, f in found if section is None or f.section == section]
+
+        return list(self._call("query", query))
+
+    def put_file(self, published: PublishedFile) -> None:
+        def put() -> None:
+            self.file_records[(published.section, published.key_range.start)] = published
+
+        self._call("put_item", put)
+
+    def _conditional_update(
+        self,
+        name: str,
+        published: PublishedFile,
+        holds: Callable[[PublishedFile], bool],
+        change: Callable[[PublishedFile], PublishedFile | None],
+    ) -> bool:
+        key = (published.section, published.key_range.start)
+
+        def update() -> bool:
+            current = self.file_records.get(key)
+            if current is None or not holds(current):
+                return False
+            changed = change(current)
+            if changed is None:
+                del self.file_records[key]
+            else:
+                self.file_records[key] = changed
+            return True
+
+        return bool(self._call(name, update))
+
+    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str) -> bool:
+        return self._conditional_update(
+            "update_item",
+            published,
+            lambda f: f.state == from_state and f.sha256 == published.sha256,
+            lambda f: replace(f, state=to_state),
+        )
+
+    def mark_unsettled(self, published: PublishedFile) -> None:
+        self._conditional_update("update_item", published, lambda f: True, lambda f: replace(f, unsettled=True))
+
+    def clear_pending_index(self, published: PublishedFile) -> bool:
+        return self._conditional_update(
+            "update_item", published, lambda f: f.sha256 == published.sha256, lambda f: replace(f, pending_index=False)
+        )
+
+    def delete_file(self, published: PublishedFile, state: str) -> bool:
+        return self._conditional_update("delete_item", published, lambda f: f.state == state, lambda f: None)
+
+    def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
+        def read() -> dict[str, SentRecord]:
+            found = {u: self.sent[(u, channel)] for u in urls if (u, channel) in self.sent}
+            return {u: record for u, (expires, record) in found.items() if expires > now_s}
+
+        return dict(self._call("batch_get_item", read))
+
+    def mark_sent(self, digests: dict[str, str], channel: str, quiet_until_s: int, expires_at_s: int) -> None:
+        def write() -> None:
+            for url, digest in digests.items():
+                self.sent[(url, channel)] = (expires_at_s, SentRecord(quiet_until_s, digest))
+
+        self._call("batch_write_item", write)
+
+    def next_index_generation(self) -> int:
+        def add() -> int:
+            self.seqs["\0index"] = self.seqs.get("\0index", 0) + 1
+            return self.seqs["\0index"]
+
+        return int(self._call("update_item", add))
+
+    def index_sha(self) -> str | None:
+        return self._call("get_item", lambda: None if self.index is None else self.index[0])  # type: ignore[no-any-return]
+
+    def put_index_sha(self, sha256: str, generation: int) -> None:
+        def put() -> None:
+            self.index = (sha256, generation)
+
+        self._call("put_item", put)
+
+
+# --- S3 ----------------------------------------------------------------------------------------------------
+@dataclass
+class S3Object:
+    data: bytes
+    etag: str
+    seq: int
+
+
+@dataclass
+class FakeS3:
+    """The S3 calls ``SitemapBucket`` makes, with conditional puts; ``watch`` sees every change."""
+
+    sched: Scheduler
+    objects: dict[str, S3Object] = field(default_factory=dict)
+    watch: Callable[[str, S3Object | None, S3Object | None], None] = lambda _name, _old, _new: None
+
+    def head_object(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803 - boto3's names
+        def head() -> dict[str, Any]:
+            found = self.objects.get(Key)
+            if found is None:
+                raise _client_error("404", "HeadObject")
+            return {"ETag": found.etag, "Metadata": {"seq": str(found.seq)}}
+
+        return self.sched.point("s3.head_object", head)
+
+    def put_object(self, Bucket: str, Key: str, Body: bytes, Metadata: dict[str, str], **kwargs: Any) -> dict[str, Any]:  # noqa: N803
+        def put() -> dict[str, Any]:
+            current = self.objects.get(Key)
+            if kwargs.get("IfNoneMatch") == "*" and current is not None:
+                raise _client_error("PreconditionFailed", "PutObject")
+            if "IfMatch" in kwargs and (current is None or current.etag != kwargs["IfMatch"]):
+                raise _client_error("PreconditionFailed", "PutObject")
+            new = S3Object(Body, f'"{hashlib.md5(Body).hexdigest()}"', int(Metadata.get("seq", "0")))
+            self.objects[Key] = new
+            self.watch(Key, current, new)
+            return {"ETag": new.etag}
+
+        return self.sched.point("s3.put_object", put)
+
+    def delete_object(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803
+        def delete() -> dict[str, Any]:
+            old = self.objects.pop(Key, None)
+            if old is not None:
+                self.watch(Key, old, None)
+            return {}
+
+        return self.sched.point("s3.delete_object", delete)
+
+    def get_object(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803
+        found = self.objects.get(Key)
+        if found is None:
+            raise _client_error("NoSuchKey", "GetObject")
+        return {"Body": _Body(found.data)}
+
+    def get_paginator(self, name: str) -> Any:
+        assert name == "list_objects_v2"
+        return _Pages([{"Contents": [{"Key": key} for key in sorted(self.objects)]}])
+
+
+@dataclass
+class _Body:
+    data: bytes
+
+    def read(self) -> bytes:
+        return self.data
+
+
+@dataclass
+class _Pages:
+    pages: list[dict[str, Any]]
+
+    def paginate(self, **_kwargs: Any) -> Iterator[dict[str, Any]]:
+        return iter(self.pages)
+
+
+# --- CloudFront --------------------------------------------------------------------------------------------
+class FakeCdn(Invalidator):
+    """Invalidation batches by caller reference (CloudFront makes a repeated reference a no-op)."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self._sched = sched
+        self.batches: dict[str, list[str]] = {}
+
+    def invalidate(self, paths: list[str], caller_reference: str) -> None:
+        if paths:
+            self._sched.point(
+                "cloudfront.create_invalidation", lambda: self.batches.setdefault(caller_reference, sorted(paths))
+            )
+
+
+# --- SQS ---------------------------------------------------------------------------------------------------
+@dataclass
+class Message:
+    id: str
+    body: str
+    attributes: dict[str, str]
+    group: str | None
+    sent_at: float
+    available_at: float
+    number: int = 0
+    receive_count: int = 0
+    received_at: float = 0.0
+    receipt: str = ""
+
+
+@dataclass
+class SimQueueState:
+    """One queue as SQS keeps it: visibility timeout, FIFO groups and deduplication, redrive after
+    ``max_receive`` receives."""
+
+    name: str
+    fifo: bool
+    visibility: float
+    max_receive: int | None
+    dead_letter: SimQueueState | None = None
+    messages: list[Message] = field(default_factory=list)
+    dedup: dict[tuple[str | None, str], float] = field(default_factory=dict)
+    in_flight: dict[str, Message] = field(default_factory=dict)
+    counter: int = 0
+
+    def add(self, body: str, attributes: dict[str, str], group: str | None, dedup: str | None, now: float,
+            delay: float = 0.0) -> None:  # fmt: skip
+        if self.fifo:
+            key = (group, dedup or "")
+            if now - self.dedup.get(key, -1e9) < 300:
+                return  # a duplicate within the 5-minute deduplication interval is accepted and dropped
+            self.dedup[key] = now
+        self.counter += 1
+        self.messages.append(
+            Message(f"{self.name}-{self.counter}", body, attributes, group, now, now + delay, self.counter)
+        )
+
+    def receive(self, limit: int, now: float, rng: random.Random) -> list[Message]:
+        """Receive up to ``limit`` visible messages. FIFO: in order within a group, and nothing from a group
+        whose head is in flight or waiting out its visibility timeout."""
+        candidates = list(self.messages)
+        if not self.fifo:
+            rng.shuffle(candidates)
+        blocked: set[str | None] = {m.group for m in self.in_flight.values()} if self.fifo else set()
+        taken: list[Message] = []
+        for message in candidates:
+            if len(taken) >= limit:
+                break
+            if message.group in blocked:
+                continue
+            if message.available_at > now:
+                if self.fifo:
+                    blocked.add(message.group)
+                continue
+            if self.max_receive is not None and message.receive_count >= self.max_receive:
+                self.messages.remove(message)  # redrive: received max_receive times without being deleted
+                if self.dead_letter is not None:
+                    self.dead_letter.messages.append(message)
+                continue
+            taken.append(message)
+        for message in taken:
+            self.messages.remove(message)
+            message.receive_count += 1
+            message.received_at = now
+            message.receipt = f"{message.id}#{message.receive_count}"
+            self.in_flight[message.receipt] = message
+        return taken
+
+    def settle(self, message: Message, delete: bool, now: float) -> None:
+        """After the invocation: delete, or leave invisible until the visibility timeout expires."""
+        self.in_flight.pop(message.receipt, None)
+        if not delete:
+            message.available_at = max(now, message.received_at + self.visibility)
+            self.messages.append(message)
+            self.messages.sort(key=lambda m: m.number)  # a FIFO message goes back to the head of its group
+
+    def depth(self) -> int:
+        return len(self.messages) + len(self.in_flight)
+
+    def next_available(self, after: float) -> float | None:
+        """When the next message becomes visible (or its delay ends) after ``after``."""
+        return min((m.available_at for m in self.messages if m.available_at > after), default=None)
+
+
+class SimQueue(MessageQueue):
+    """``MessageQueue`` over a simulated queue."""
+
+    def __init__(self, sched: Scheduler, clock: Clock, state: SimQueueState, url: str) -> None:
+        self._sched, self._clock, self.state = sched, clock, state
+        self.url = url
+        self.fifo = state.fifo
+
+    def send(self, body: dict[str, Any], group: str | None = None, dedup: str | None = None) -> None:
+        if self.fifo and (group is None or dedup is None):
+            raise ValueError("a FIFO queue needs a message group and a deduplication ID")
+        text = json.dumps(body, sort_keys=True)
+        self._sched.point("sqs.send_message", lambda: self.state.add(text, {}, group, dedup, self._clock.now))
+
+    def send_raw(self, body: str, attributes: dict[str, str]) -> None:
+        self._sched.point(
+            "sqs.send_message", lambda: self.state.add(body or "(empty)", attributes, None, None, self._clock.now)
+        )
+
+
+# --- IndexNow ----------------------------------------------------------------------------------------------
+@dataclass
+class Post:
+    task: str
+    urls: list[str]
+    status: int
+
+
+class FakeIndexNow(HttpClient):
+    """Answers IndexNow POSTs: mostly 200, sometimes 503 (busy); records every request."""
+
+    def __init__(self, sched: Scheduler, rng: random.Random, busy_rate: float) -> None:
+        self._sched, self._rng, self._busy_rate = sched, rng, busy_rate
+        self.posts: list[Post] = []
+
+    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
+        def post() -> HttpResponse:
+            status = 503 if self._rng.random() < self._busy_rate else 200
+            task = self._sched.current_name()
+            self.posts.append(Post(task, list(body["urlList"]) if body else [], status))
+            return HttpResponse(status, {"Retry-After": "1"} if status == 503 else {}, "")
+
+        return self._sched.point("http.POST", post)

@@ -1,0 +1,107 @@
+"""``make soak``: run many simulated sequences on every core and record the result in docs/reliability.md.
+
+    python -m tests.sim.soak --sequences 10000 [--first-seed 1] [--workers 2] [--write docs/reliability.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import re
+import sys
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.sim.world import Config, Result, Simulation
+
+BEGIN, END = "<!-- soak:begin -->", "<!-- soak:end -->"
+
+
+def _run(seed: int) -> Result:
+    warnings.simplefilter("ignore")  # Powertools warns when an invocation published no metric
+    return Simulation(Config(seed)).run()
+
+
+@dataclass
+class Totals:
+    sequences: int = 0
+    events: int = 0
+    invocations: int = 0
+    steps: int = 0
+    s3_puts: int = 0
+    posts: int = 0
+    removals_never_shown: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    failed: dict[int, list[str]] = field(default_factory=dict)
+
+    def add(self, result: Result) -> None:
+        self.sequences += 1
+        self.events += result.events_sent
+        self.invocations += result.invocations
+        self.steps += result.steps
+        self.s3_puts += result.s3_puts
+        self.posts += result.posts
+        self.removals_never_shown += result.removals_never_shown
+        self.faults.update(result.faults)
+        if result.violations:
+            self.failed[result.seed] = result.violations
+
+
+def report(totals: Totals, first: int, wall_s: float, workers: int) -> str:
+    raised, died = totals.faults["raised"], totals.faults["died"]
+    places = sorted(((n, w) for w, n in totals.faults.items() if w not in ("raised", "died")), reverse=True)
+    lines = [
+        f"Seeds {first}..{first + totals.sequences - 1}: **{totals.sequences:,} sequences**, "
+        f"{len(totals.failed)} with a broken invariant. {wall_s:,.0f} s on {workers} worker(s).",
+        "",
+        "| | total |",
+        "|---|---:|",
+        f"| events sent (incl. duplicates and malformed) | {totals.events:,} |",
+        f"| handler invocations | {totals.invocations:,} |",
+        f"| AWS calls (interleaving points) | {totals.steps:,} |",
+        f"| faults injected: exception (handled by the code) | {raised:,} |",
+        f"| faults injected: invocation died (timeout, crash) | {died:,} |",
+        f"| S3 puts | {totals.s3_puts:,} |",
+        f"| IndexNow requests | {totals.posts:,} |",
+        f"| removals announced for pages no file ever showed | {totals.removals_never_shown:,} |",
+        "",
+        "Faults by place (before or after the call):",
+        "",
+        ", ".join(f"{where} {count:,}" for count, where in places),
+    ]
+    for seed, violations in sorted(totals.failed.items())[:20]:
+        lines += ["", f"- seed {seed}: " + "; ".join(violations[:5])]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sequences", type=int, default=10_000)
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--write", type=Path, help="replace the soak section of this Markdown file")
+    args = parser.parse_args(argv)
+    seeds = range(args.first_seed, args.first_seed + args.sequences)
+    totals = Totals()
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(args.workers) as pool:
+        for done, result in enumerate(pool.imap_unordered(_run, seeds, chunksize=20), 1):
+            totals.add(result)
+            if done % 500 == 0 or done == len(seeds):
+                print(f"{done:,}/{len(seeds):,} sequences, {len(totals.failed)} failed", file=sys.stderr)
+    text = report(totals, args.first_seed, time.perf_counter() - started, args.workers)
+    print(text)
+    if args.write:
+        document = args.write.read_text(encoding="utf-8")
+        block = f"{BEGIN}\n{text}\n{END}"
+        document = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _m: block, document, flags=re.S)
+        args.write.write_text(document, encoding="utf-8")
+    return 1 if totals.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
