@@ -98,7 +98,14 @@ class FakeStore(ManifestStore):
         return list(self._call("scan", lambda: [p for _, p in sorted(self.pages.items()) if p.pending]))
 
     def import_pages(self, writes: list[PageWrite]) -> None:
-        raise NotImplementedError("the simulation starts from an empty site")
+        def load() -> None:
+            for write in writes:
+                self.pages[write.url] = self._record(write, False)
+                self.manifest.setdefault(write.section, {})[entry_sort_key(write.key, write.url)] = write.record
+            for section in {w.section for w in writes}:
+                self.seqs[section] = self.seqs.get(section, 0) + 1
+
+        self._call("batch_write_item", load)
 
     def section_seq(self, section: str) -> int:
         return int(self._call("get_item", lambda: self.seqs.get(section, 0)))

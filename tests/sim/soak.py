@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     with multiprocessing.get_context("fork").Pool(args.workers) as pool:
         for done, result in enumerate(pool.imap_unordered(_run, seeds, chunksize=20), 1):
             totals.add(result)
+            if result.violations:
+                print(f"seed {result.seed}: {'; '.join(result.violations[:3])}", file=sys.stderr, flush=True)
             if done % 500 == 0 or done == len(seeds):
                 print(f"{done:,}/{len(seeds):,} sequences, {len(totals.failed)} failed", file=sys.stderr)
     text = report(totals, args.first_seed, time.perf_counter() - started, args.workers)

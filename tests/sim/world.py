@@ -14,7 +14,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -54,6 +54,7 @@ class Config:
     busy_rate: float = 0.05
     containers: int = 2
     span_s: float = 600.0
+    max_urls: int | None = None  # per file; by default the seed picks 3, 4, 6 or 10
 
 
 @dataclass
@@ -81,6 +82,12 @@ class _Function:
     containers: list[ModuleType]
     busy: int = 0
     arn: str = ""
+
+
+@lru_cache(maxsize=1)
+def _template() -> dict[str, Any]:
+    """The parsed template, once per process (it is only read)."""
+    return load_template(TEMPLATE)
 
 
 def _load_copy(handler: str, alias: str) -> ModuleType:
@@ -138,14 +145,18 @@ class Simulation:
         self.sched = Scheduler(random.Random(config.seed * 104_729 + 2), self.clock, self.faults)
         self.result = Result(config.seed)
         self.max_urls = self.rng.choice([3, 4, 6, 10])
+        if config.max_urls is not None:
+            self.max_urls = config.max_urls
         self._parsed: dict[str, dict[str, bytes]] = {}
         self.ever: dict[str, set[bytes]] = {}
         self._crashed: set[str] = set()
+        self._last_shown: dict[str, bytes] = {}
+        self._shown_changes: Counter[str] = Counter()
         self._build_stack()
 
     # --- set-up from the template ----------------------------------------------------------------------
     def _build_stack(self) -> None:
-        template = load_template(TEMPLATE)
+        template = _template()
         resources: dict[str, Any] = template["Resources"]
         physical = {logical: f"sim-{logical}" for logical in resources}
         self.queues: dict[str, SimQueueState] = {}
@@ -226,6 +237,9 @@ class Simulation:
             if name.endswith(".xml.gz"):
                 for url, entry in self._entries(new.data).items():
                     self.ever.setdefault(url, set()).add(entry)
+                    if self._last_shown.get(url) != entry:  # a new content (moving files is not a change)
+                        self._last_shown[url] = entry
+                        self._shown_changes[url] += 1
         index = self.s3.objects.get(INDEX_NAME)
         if index is not None:
             for loc in etree.fromstring(index.data).iterfind("s:sitemap/s:loc", NS):
@@ -403,7 +417,7 @@ class Simulation:
         deletes = Counter(str(b["url"]) for b in accepted if b.get("type") == "delete")
         for url, count in sorted(notified.items()):
             # Each content shown is announced once, and each removal at most once.
-            changes = len(self.ever.get(url, ())) + deletes[url]
+            changes = self._shown_changes[url] + deletes[url]
             retries = sum(1 for p in self.http.posts if p.status == 200 and url in p.urls and p.task in self._crashed)
             if count > changes + retries:
                 violations.append(f"{url} notified {count} times for {changes} changes")

@@ -11,6 +11,9 @@ from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import cleanup_mark, send_change_record
 
 
+UNSETTLED = "unsettled"  # the recorded index digest while a put is in flight (never a SHA-256)
+
+
 class StaleIndex(RuntimeError):
     """Another index rebuild published a newer index during this one."""
 
@@ -39,6 +42,9 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
         index = render_index(pipeline.site.base_url, [IndexItem(f.name, f.lastmod_us) for f in named])
         digest = hashlib.sha256(index).hexdigest()
         if digest != current:
+            # Until the new digest is recorded the bucket may hold either index: a crash after the put must not
+            # leave the old digest behind, or a later index equal to the old one would not be written.
+            store.put_index_sha(UNSETTLED, generation)
             if not pipeline.bucket.publish(INDEX_NAME, index, generation):
                 raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
             store.put_index_sha(digest, generation)

@@ -93,6 +93,11 @@ class _Section:
         self.entries_read = 0
 
     def load(self, region: KeyRange) -> None:
+        """Read the manifest of ``region`` (ranges are nodes of one key tree: nested or disjoint)."""
+        if any(_inside(region, loaded) for loaded in self.loaded):
+            return
+        for inner in [loaded for loaded in self.loaded if _inside(loaded, region)]:
+            del self.loaded[inner], self._keys[inner], self._sizes[inner]
         if region not in self.loaded:
             states = sorted(self._pipeline.store.entries(self.section, region), key=lambda s: (s.key, s.url))
             self.entries_read += len(states)
@@ -147,13 +152,16 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     dirty_keys = sorted({m.key for m in marks if m.key is not None})
     for key in dirty_keys:
         data.load(_region_for(key, live))
+    for uncertain in (f for f in records if f.state == "writing" or f.unsettled):
+        data.load(uncertain.key_range)  # a rebuild died while writing records: their counts are not to be trusted
     layout = plan_with(data.stats, pipeline.limits, FILE_OVERHEAD)
     names = {r.file_name(section) for r in layout}
     for abandoned in (f for f in records if f.state == "writing" and f.name not in names):
         bucket.delete(abandoned.name)  # a rebuild died between its put and its record; the layout moved on
         store.delete_file(abandoned, "writing")
         result.deleted.append(abandoned.name)
-    tracked = {f.name for f in records if f.state != "unnamed"} & names
+    # The record that holds each name (one per range start): a put under a name first records its intent there.
+    holders = {f.name: f for f in records if f.state != "unnamed" and f.name in names}
     as_of = to_micros(pipeline.clock())
     fresh: list[PublishedFile] = []
     for key_range in layout:
@@ -186,11 +194,13 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         if old is None or old.unsettled or old.sha256 != rendered.sha256:
             # Record the intent first: a crash after the put leaves neither an orphan nor a record whose
             # digest no longer matches the bucket (which would let a later rebuild skip the file).
-            if name not in tracked:
+            holder = holders.get(name)
+            if holder is None:
                 store.put_file(replace(record, state="writing"))
-                tracked.add(name)
-            elif old is not None and not old.unsettled:
-                store.mark_unsettled(old)
+                holders[name] = replace(record, state="writing")
+            elif holder.state != "writing" and not holder.unsettled:
+                store.mark_unsettled(holder)
+                holders[name] = replace(holder, unsettled=True)
             # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
             bucket.publish(name, rendered.data, seq * _RENDER_SCALE + as_of)
             result.put.append(name)

@@ -1,0 +1,1 @@
+"""Peer generators for `make bench`, installed into bench/.cache (never runtime dependencies)."""
