@@ -1,6 +1,6 @@
 """``make soak``: run many simulated sequences on every core and record the result in docs/reliability.md.
 
-    python -m tests.sim.soak --sequences 10000 [--first-seed 1] [--workers 2] [--write docs/reliability.md]
+python -m tests.sim.soak --sequences 10000 [--first-seed 1] [--workers 2] [--write docs/reliability.md]
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import cleanup_mark, send_change_record
 
-
 UNSETTLED = "unsettled"  # the recorded index digest while a put is in flight (never a SHA-256)
 
 
