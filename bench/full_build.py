@@ -192,11 +192,12 @@ FINDINGS = [
     "- **Shard rebuild CPU: goal missed** (0.2 s for 10,000 URLs, 1 s for 50,000): decoding the manifest items "
     "into objects and re-rendering dominate, the same costs as in the full build. The process peak is over "
     "the whole process (building the in-memory table and the first full render included).",
-    "- **Cold start: goal missed** (500 ms). Constructing the Powertools `Tracer` at import dominates: "
-    "`Tracer()` alone takes about 530 ms in a fresh interpreter here, disabled or not (it loads "
-    "`aws_xray_sdk` and patches botocore); importing Logger and Metrics takes about 80 ms. Without the "
-    "Tracer (Lambda's active tracing still records every invocation, without subsegments) each handler "
-    "would import in well under 500 ms; our own modules (pydantic model construction) add about 115 ms.",
+    "- **Cold start: goal missed** (500 ms). Measured by hand on the quiet machine after this run (median of "
+    "5): importing the ingest handler takes about 736 ms, and about 523 ms when the Powertools `Tracer` is "
+    "replaced by a stub, so constructing the Tracer (it loads `aws_xray_sdk` and patches botocore, disabled "
+    "or not) costs about 210 ms; botocore and pydantic model construction (our event and settings models, "
+    "about 115 ms) make up most of the rest. Dropping the Tracer (Lambda's active tracing still records each "
+    "invocation, without subsegments) and building the event models lazily would bring it under 500 ms.",
     "- **Cost: CloudFront invalidations dominate** at one event per second: a path per change is about 2.6 "
     "million paths a month at $0.005 each beyond the free 1,000. Invalidating at most once per interval (the "
     "files carry `Cache-Control: max-age`), or with one wildcard path, would remove nearly all of it; the "
