@@ -30,8 +30,6 @@ INCREMENTAL_PAGES = 1_000_000
 
 def _floor(events: Path, out: Path) -> tuple[float, float]:
     """The floor: reading and parsing the JSONL alone, and gzip level 6 of the XML we wrote."""
-    import json
-
     started = time.perf_counter()
     with events.open("rb") as handle:
         for line in handle:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sitemap_updater.handlers import ingest as ingest_handler
-from sitemap_updater.local.runner import LocalRun
+from sitemap_updater.local.runner import LocalContext, LocalRun
 from sitemap_updater.service.ingest import ingest
 from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.service.sweep import sweep
@@ -21,19 +21,12 @@ from tests.integration.conftest import FIXED_NOW, LocalRunFactory, bodies
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 
 
-class _Context:
-    function_name = "ingest"
-    memory_limit_in_mb = 512
-    aws_request_id = "test"
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:ingest"
-
-
 @pytest.mark.parametrize("sample", sorted(p.name for p in EVENTS.glob("sqs-*.json")))
 def test_sample_sqs_events_are_handled_without_batch_failures(local_run: LocalRunFactory, sample: str) -> None:
     run = local_run()
     use_pipeline(run.pipeline)
     try:
-        response = ingest_handler.handler(json.loads((EVENTS / sample).read_text()), _Context())
+        response = ingest_handler.handler(json.loads((EVENTS / sample).read_text()), LocalContext("ingest"))
     finally:
         use_pipeline(None)
     assert response == {"batchItemFailures": []}

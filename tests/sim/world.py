@@ -23,6 +23,7 @@ from lxml import etree
 
 from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.sharding import INDEX_NAME, Limits
+from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline
@@ -110,26 +111,15 @@ def _resolve(value: Any, params: dict[str, str], physical: dict[str, str]) -> st
     return str(value)
 
 
-@dataclass(frozen=True, slots=True)
-class _Context:
-    function_name: str
-    memory_limit_in_mb: int = 512
-    aws_request_id: str = "sim"
-    invoked_function_arn: str = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:sim"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
-
-
 _Running = tuple[_Function, ModuleType, list[Message]]
 
 
-def _invoke(container: ModuleType, records: list[dict[str, Any]], context: _Context) -> object:
+def _invoke(container: ModuleType, records: list[dict[str, Any]], context: LocalContext) -> object:
     handler = container.handler
     return handler({"Records": records}, context)
 
 
-def _sweep(container: ModuleType, context: _Context) -> object:
+def _sweep(container: ModuleType, context: LocalContext) -> object:
     handler = container.handler
     return handler({}, context)
 
@@ -331,7 +321,7 @@ class Simulation:
             last_try = any(m.receive_count >= limit_receives for m in messages) if limit_receives else False
             task = self.sched.spawn(
                 f"{function.name}#{self.result.invocations}",
-                partial(_invoke, container, records, _Context(function.name)),
+                partial(_invoke, container, records, LocalContext(function.name)),
                 faults_enabled=not last_try,
             )
             self.result.invocations += 1
@@ -356,7 +346,7 @@ class Simulation:
     def _sweep(self, faults: bool) -> int:
         """The hourly sweep (the final one without faults, once every queue is empty); returns pages requeued."""
         function = next(f for f in self.functions if f.handler.endswith("sweep.handler"))
-        task = self.sched.spawn("sweep", partial(_sweep, function.containers[0], _Context(function.name)), faults)
+        task = self.sched.spawn("sweep", partial(_sweep, function.containers[0], LocalContext(function.name)), faults)
         while not task.done:
             task.step()
             self.result.steps += 1

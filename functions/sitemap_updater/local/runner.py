@@ -33,8 +33,8 @@ _LOG_SINK = io.StringIO()
 
 
 @dataclass(frozen=True, slots=True)
-class _Context:
-    """The parts of the Lambda context that Powertools reads."""
+class LocalContext:
+    """The parts of the Lambda context that Powertools reads, for invoking handlers locally."""
 
     function_name: str
     memory_limit_in_mb: int = 512
@@ -204,7 +204,7 @@ class LocalRun:
             for stream_handler in streams:
                 stream_handler.setStream(_LOG_SINK)
             try:
-                response = handler(event, _Context(function_name=module_name.rsplit(".", 1)[-1]))
+                response = handler(event, LocalContext(function_name=module_name.rsplit(".", 1)[-1]))
             finally:
                 for stream_handler, stream in zip(streams, previous, strict=True):
                     stream_handler.setStream(stream)
