@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from urllib.parse import unquote
 
-from sitemap_updater.core.events import Image, News, PageEvent, Video, to_micros
+from sitemap_updater.core.events import News, PageEvent, Video, to_micros
 from sitemap_updater.core.sharding import page_key
 from sitemap_updater.core.text import escape_text
 
@@ -86,13 +86,24 @@ def _yes_no(value: bool) -> str:
     return "yes" if value else "no"
 
 
-def _image(image: Image, out: list[str]) -> None:
-    out.append(f"<image:image><image:loc>{escape_text(image.loc)}</image:loc>")
-    if image.caption is not None:
-        out.append(f"<image:caption>{escape_text(image.caption)}</image:caption>")
-    if image.title is not None:
-        out.append(f"<image:title>{escape_text(image.title)}</image:title>")
-    out.append("</image:image>")
+def image_element(loc: str, title: str | None, caption: str | None) -> str:
+    """``image:image`` of a canonical image URL with its optional caption and title."""
+    text = f"<image:image><image:loc>{escape_text(loc)}</image:loc>"
+    if caption is not None:
+        text += f"<image:caption>{escape_text(caption)}</image:caption>"
+    if title is not None:
+        text += f"<image:title>{escape_text(title)}</image:title>"
+    return text + "</image:image>"
+
+
+def url_open(url: str, lastmod: str, changefreq: str | None, priority: float | None) -> str:
+    """``<url>`` with its ``loc``, ``lastmod`` (W3C text), ``changefreq`` and ``priority`` children."""
+    text = f"<url><loc>{escape_text(url)}</loc><lastmod>{lastmod}</lastmod>"
+    if changefreq is not None:
+        text += f"<changefreq>{changefreq}</changefreq>"
+    if priority is not None:
+        text += f"<priority>{_priority(priority)}</priority>"
+    return text
 
 
 def _video(video: Video, out: list[str]) -> None:
@@ -156,17 +167,13 @@ def entry_from_event(event: PageEvent, lastmod: date | datetime | None = None) -
         lastmod = event.lastmod
     elif lastmod is None:
         lastmod = event.occurred_at
-    out = [f"<url><loc>{escape_text(event.url)}</loc><lastmod>{w3c(lastmod)}</lastmod>"]
-    if event.changefreq is not None:
-        out.append(f"<changefreq>{event.changefreq}</changefreq>")
-    if event.priority is not None:
-        out.append(f"<priority>{_priority(event.priority)}</priority>")
+    out = [url_open(event.url, w3c(lastmod), event.changefreq, event.priority)]
     flags = 0
     seen_images: set[str] = set()
     for image in event.images:
         if image.loc not in seen_images:
             seen_images.add(image.loc)
-            _image(image, out)
+            out.append(image_element(image.loc, image.title, image.caption))
             flags |= FLAG_IMAGE
     for video in event.videos:
         _video(video, out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from sitemap_updater.core.entry import Entry
 from sitemap_updater.core.layout import Tombstone
@@ -14,23 +15,72 @@ _HEAD = struct.Struct("<BqqQqqBIHII")
 HEAD_SIZE = _HEAD.size
 
 
+def encode_record(
+    kind: int,
+    order: tuple[int, int],
+    key: int,
+    moment_us: int,
+    url: bytes,
+    section: bytes,
+    body: bytes = b"",
+    news: bytes = b"",
+    news_us: int = 0,
+    flags: int = 0,
+) -> bytes:
+    """One record: ``kind`` 0 is a live entry (``moment_us`` its lastmod), 1 a tombstone (its deletion)."""
+    version, occurred = order
+    head = _HEAD.pack(
+        kind, version, occurred, key, moment_us, news_us, flags, len(url), len(section), len(body), len(news)
+    )
+    return b"".join((head, url, section, body, news))
+
+
 def encode_state(state: PageState) -> bytes:
     """Serialise a page state (live entry or tombstone) with its event order."""
-    version, occurred = state.order
     url = state.url.encode()
     if state.entry is not None:
         e = state.entry
         section = e.section.encode("utf-8", "surrogatepass")
-        head = _HEAD.pack(
-            0, version, occurred, e.key, e.lastmod_us, e.news_us, e.flags,
-            len(url), len(section), len(e.body), len(e.news),
-        )  # fmt: skip
-        return b"".join((head, url, section, e.body, e.news))
+        return encode_record(0, state.order, e.key, e.lastmod_us, url, section, e.body, e.news, e.news_us, e.flags)
     assert state.tombstone is not None
     t = state.tombstone
-    section = t.section.encode("utf-8", "surrogatepass")
-    head = _HEAD.pack(1, version, occurred, t.key, t.deleted_us, 0, 0, len(url), len(section), 0, 0)
-    return b"".join((head, url, section))
+    return encode_record(1, state.order, t.key, t.deleted_us, url, t.section.encode("utf-8", "surrogatepass"))
+
+
+class RecordView(NamedTuple):
+    """A record read in place: its header fields and where its parts lie in the buffer."""
+
+    kind: int
+    version: int
+    occurred_us: int
+    key: int
+    moment_us: int
+    news_us: int
+    flags: int
+    url: bytes
+    section: bytes
+    start: int  # the record's first byte
+    body_start: int
+    news_start: int
+    end: int  # one past its last byte
+
+
+def scan_records(data: bytes) -> Iterator[RecordView]:
+    """Every record of a buffer, without building entries: for reducing and rendering large builds."""
+    pos, end = 0, len(data)
+    unpack = _HEAD.unpack_from
+    while pos < end:
+        kind, version, occurred, key, moment, news_us, flags, n_url, n_sec, n_body, n_news = unpack(data, pos)
+        url_start = pos + HEAD_SIZE
+        body_start = url_start + n_url + n_sec
+        news_start = body_start + n_body
+        stop = news_start + n_news
+        yield RecordView(
+            kind, version, occurred, key, moment, news_us, flags,
+            data[url_start : url_start + n_url], data[url_start + n_url : body_start],
+            pos, body_start, news_start, stop,
+        )  # fmt: skip
+        pos = stop
 
 
 def decode_states(data: bytes) -> Iterator[PageState]:

@@ -34,7 +34,7 @@ MAX_NEWS_PER_FILE = 1000
 GZIP_LEVEL = 6
 # Fixed gzip header: no mtime, no file name, OS "unknown", so the bytes are the same on every machine.
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-_CHUNK = 1 << 16
+_PARTS_PER_WRITE = 4096
 
 
 def urlset_open(flags: int) -> bytes:
@@ -94,30 +94,37 @@ def news_included(entries: Sequence[Entry], as_of_us: int) -> set[int]:
 def render_urlset(entries: Sequence[Entry], as_of_us: int, level: int = GZIP_LEVEL) -> RenderedFile:
     """Render one sitemap file from entries sorted by ``sort_key``; ``as_of_us`` decides which news is fresh."""
     with_news = news_included(entries, as_of_us)
-    flags = 0
-    for entry in entries:
+    if not with_news:
+        flags = 0
+        for entry in entries:
+            flags |= entry.flags
+        return render_bodies([e.body for e in entries], flags, level)
+    flags = FLAG_NEWS
+    parts: list[bytes] = []
+    for index, entry in enumerate(entries):
         flags |= entry.flags
-    if with_news:
-        flags |= FLAG_NEWS
+        parts.append(entry.body)
+        if index in with_news:
+            parts.append(entry.news)
+        parts.append(URL_CLOSE)
+    news_until = min(entries[i].news_us for i in with_news) + NEWS_WINDOW_US
+    return _gzip_urlset(flags, parts, len(entries), level, news_until)
+
+
+def render_bodies(bodies: Sequence[bytes], flags: int, level: int = GZIP_LEVEL) -> RenderedFile:
+    """Render a file that shows no news from its entries' bodies, in order; ``flags`` are theirs OR-ed."""
+    parts = [URL_CLOSE.join(bodies), URL_CLOSE] if bodies else []
+    return _gzip_urlset(flags, parts, len(bodies), level, 0)
+
+
+def _gzip_urlset(flags: int, parts: list[bytes], count: int, level: int, news_until: int) -> RenderedFile:
     gz = DeterministicGzip(level)
     gz.write(urlset_open(flags))
-    batch: list[bytes] = []
-    pending = 0
-    for index, entry in enumerate(entries):
-        batch.append(entry.body)
-        if index in with_news:
-            batch.append(entry.news)
-        batch.append(URL_CLOSE)
-        pending += len(entry.body) + 8
-        if pending >= _CHUNK:
-            gz.write(b"".join(batch))
-            batch.clear()
-            pending = 0
-    batch.append(URLSET_CLOSE)
-    gz.write(b"".join(batch))
+    for start in range(0, len(parts), _PARTS_PER_WRITE):
+        gz.write(b"".join(parts[start : start + _PARTS_PER_WRITE]))
+    gz.write(URLSET_CLOSE)
     data, digest, size = gz.finish()
-    news_until = min(entries[i].news_us for i in with_news) + NEWS_WINDOW_US if with_news else 0
-    return RenderedFile(data, digest, len(entries), size, news_until)
+    return RenderedFile(data, digest, count, size, news_until)
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -7,6 +7,7 @@ and each file is rendered from only the records in its key range.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from array import array
@@ -16,13 +17,14 @@ from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sitemap_updater.core.entry import Entry
+from sitemap_updater.core.entry import URL_CLOSE
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.layout import range_lastmod
-from sitemap_updater.core.records import decode_states, encode_state
-from sitemap_updater.core.reduce import PageState, reduce_states, state_from_event
-from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, render_index, render_urlset
+from sitemap_updater.core.records import RecordView, decode_states, encode_state, scan_records
+from sitemap_updater.core.reduce import state_from_event
+from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, render_bodies, render_index, render_urlset
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, plan_ranges
 from sitemap_updater.core.urls import Site
 
@@ -93,8 +95,14 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
     with Path(source).open("rb") as handle:
         handle.seek(start)
         data = handle.read(end - start)
+    fast = LineParser(site).record
     for number, raw in enumerate(data.splitlines(), start=1):
         lines = number
+        found = fast(raw)
+        if found is not None:
+            accepted += 1
+            buckets[found[0] >> _SHIFT].append(found[1])
+            continue
         if not raw.strip():
             continue
         try:
@@ -124,27 +132,37 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
 def _reduce_bucket(
     bucket: int, sources: list[tuple[str, int, int]], spill_dir: str
 ) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
-    """Keep the newest state per URL of one bucket; write live records sorted by (section, key, url)."""
-    best = reduce_states(state for data in _read_spans(sources) for state in decode_states(data))
-    live: dict[str, list[Entry]] = defaultdict(list)
+    """Keep the newest state per URL of one bucket; write live records sorted by (section, key, url).
+
+    Works on records in place (no entries are built): the winner is the greatest ``(version, occurred_at,
+    kind)``, a delete beating an upsert of the same order, then the greater SHA-256 of the rendered entry —
+    the order ``PageState.rank`` defines.
+    """
+    data = b"".join(_read_spans(sources))
+    best: dict[bytes, RecordView] = {}
+    for record in scan_records(data):
+        current = best.get(record.url)
+        if current is None or _outranks(record, current, data):
+            best[record.url] = record
+    live: dict[bytes, list[RecordView]] = defaultdict(list)
     deleted: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for state in best.values():
-        if state.entry is not None:
-            live[state.entry.section].append(state.entry)
-        elif state.tombstone is not None:
-            deleted[state.tombstone.section].append((state.tombstone.key, state.tombstone.deleted_us))
+    for record in best.values():
+        if record.kind == 0:
+            live[record.section].append(record)
+        else:
+            deleted[record.section.decode("utf-8", "surrogatepass")].append((record.key, record.moment_us))
     path = Path(spill_dir) / f"bucket-{bucket:02d}.bin"
     sections: dict[str, _BucketSection] = {}
     offset = 0
     with path.open("wb") as out:
         for section in sorted(live):
-            entries = sorted(live[section], key=lambda e: e.sort_key)
-            blob = b"".join(encode_state(PageState(e.url, (0, 0), e, None)) for e in entries)
+            records = sorted(live[section], key=lambda r: (r.key, r.url))
+            blob = b"".join([data[r.start : r.end] for r in records])
             out.write(blob)
-            sections[section] = _BucketSection(
-                array("Q", [e.key for e in entries]),
-                array("L", [e.size for e in entries]),
-                array("q", [e.lastmod_us for e in entries]),
+            sections[section.decode("utf-8", "surrogatepass")] = _BucketSection(
+                array("Q", [r.key for r in records]),
+                array("L", [r.end - r.body_start + len(URL_CLOSE) for r in records]),
+                array("q", [r.moment_us for r in records]),
                 offset,
                 len(blob),
             )
@@ -152,17 +170,31 @@ def _reduce_bucket(
     return sections, {s: sorted(pairs) for s, pairs in deleted.items()}
 
 
+def _outranks(record: RecordView, current: RecordView, data: bytes) -> bool:
+    mine = (record.version, record.occurred_us, record.kind)
+    theirs = (current.version, current.occurred_us, current.kind)
+    if mine != theirs:
+        return mine > theirs
+    if record.kind:
+        return False
+    digest = hashlib.sha256(data[record.body_start : record.end]).digest()
+    return digest > hashlib.sha256(data[current.body_start : current.end]).digest()
+
+
 def _render_file(
     name: str, sources: list[tuple[str, int, int]], start: int, end: int, as_of_us: int, out_dir: str
 ) -> tuple[str, int, int, int]:
     """Render one file from the records of its key range; write it atomically."""
-    entries = [
-        s.entry
-        for data in _read_spans(sources)
-        for s in decode_states(data)
-        if s.entry is not None and start <= s.entry.key < end
-    ]
-    rendered = render_urlset(entries, as_of_us)
+    data = b"".join(_read_spans(sources))
+    records = [r for r in scan_records(data) if start <= r.key < end]
+    if any(r.news_start != r.end for r in records):  # news is shown only while fresh: the entry path decides
+        entries = [s.entry for s in decode_states(b"".join(data[r.start : r.end] for r in records)) if s.entry]
+        rendered = render_urlset(entries, as_of_us)
+    else:
+        flags = 0
+        for r in records:
+            flags |= r.flags
+        rendered = render_bodies([data[r.body_start : r.end] for r in records], flags)
     _write_atomic(Path(out_dir) / name, rendered.data)
     return name, rendered.url_count, len(rendered.data), rendered.xml_bytes
 

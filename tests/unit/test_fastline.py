@@ -1,0 +1,205 @@
+"""The build's fast path must make exactly the records the model path makes, or step aside."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.fastline import LineParser
+from sitemap_updater.core.records import encode_state
+from sitemap_updater.core.reduce import state_from_event
+from sitemap_updater.core.urls import Site
+
+SITE = Site.parse("https://www.example.com")
+BASE = "https://www.example.com"
+BAD_EVENTS = Path(__file__).resolve().parents[1] / "data" / "bad_events"
+
+
+def model_record(raw: bytes) -> tuple[int, bytes] | str:
+    """What the contract (pydantic) path makes of a line: a record, or why the fast path must not take it."""
+    try:
+        parsed = parse_event(raw, SITE)
+    except EventRejected:
+        return "rejected"
+    if parsed.warnings or parsed.unknown_fields:
+        return "warned"
+    state = state_from_event(parsed.event)
+    return state.key, encode_state(state)
+
+
+URLS = [
+    f"{BASE}/blog/a-post",
+    f"{BASE}/",
+    f"{BASE}/a/b/c.html",
+    f"{BASE}/shop/x?b=2&a=1",
+    f"{BASE}/shop/x?sid=42",
+    f"{BASE}/shop/x;jsessionid=42",
+    f"{BASE}/über/straße",
+    f"{BASE}/%7Euser/%e2%82%ac",
+    f"{BASE}/a/./b/../c",
+    f"{BASE}/a#fragment",
+    f"{BASE}:443/blog/port",
+    "HTTPS://WWW.EXAMPLE.COM/Blog/Case",
+    "http://www.example.com/blog/other-scheme",
+    "https://other.example.com/blog/x",
+    "https://user:pw@www.example.com/x",
+    "/blog/relative",
+    f"{BASE}/tab\there",
+    f"{BASE}/ctl\x01",
+    f"{BASE}/" + "long-" * 420,
+    f"{BASE}/{'x' * 2023}",
+    "",
+    "  ",
+]
+MOMENTS = [
+    "2026-11-20T10:00:00Z",
+    "2026-11-20T10:00:00+05:30",
+    "2026-11-20T10:00:00-08:00",
+    "2026-11-20T10:00:00-00:00",
+    "2026-11-20T10:00:00+00:00",
+    "2026-11-20T10:00:00.5Z",
+    "2026-11-20T10:00:00.123456Z",
+    "2026-11-20T10:00:00.1234567Z",
+    "2026-11-20T10:00:00,5Z",
+    "2026-11-20t10:00:00z",
+    "2026-11-20 10:00:00Z",
+    "2026-11-20T10:00Z",
+    "2026-11-20T10:00:00",
+    "2026-11-20",
+    "2026-02-30T10:00:00Z",
+    "2026-11-20T24:00:00Z",
+    "2026-12-31T23:59:60Z",
+    "2026-11-20T10:00:00+24:00",
+    "2026-11-20T10:00:00+23:59",
+    "1970-01-01T00:00:00Z",
+    "1969-12-31T23:59:59Z",
+    "1970-01-01T00:30:00+01:00",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59Z",
+    " 2026-11-20T10:00:00Z",
+    "１９７０-01-01T00:00:00Z",
+    "1700000000",
+    1700000000,
+    None,
+]
+LASTMODS = [
+    "2026-11-20",
+    "2026-02-29",
+    "2024-02-29",
+    "2026-W47-1",
+    "20261120",
+    " 2026-11-20 ",
+    "2026-11-20T10:00:00Z",
+    "2026-11-20T10:00:00+02:00",
+    "2026-11-20T10:00:00.999999-01:00",
+    "2026-11-20T10:00:00",
+    "2026-11",
+    "",
+    20261120,
+    None,
+]
+NUMBERS: list[Any] = [0, 1, 7, -1, 10**18, 10**18 + 1, 0.5, 1.0, 0.123, 1.5, -0.1, True, False, "1", None]
+TEXTS: list[Any] = ["blog", "Bücher & más", "", "x" * 100, "x" * 101, "a\x01b", "tab\tok", 5, None]
+IMAGE_URLS = [
+    "https://cdn.example.com/i/1.jpg",
+    "https://CDN.example.com/i/1.jpg",
+    "https://cdn.example.com/i/ü.jpg",
+    "https://cdn.example.com/i/1.jpg?w=1&h=2",
+    "ftp://cdn.example.com/i/1.jpg",
+    "/relative.jpg",
+    "",
+]
+
+
+def _image() -> st.SearchStrategy[Any]:
+    plain = st.fixed_dictionaries(
+        {"loc": st.sampled_from(IMAGE_URLS)},
+        optional={"title": st.sampled_from(TEXTS), "caption": st.sampled_from(TEXTS), "width": st.just(10)},
+    )
+    return st.one_of(plain, st.just("not an object"), st.just({}))
+
+
+EVENTS = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from(
+            ["upsert", "publish", "update", "delete", "unpublish", "archive", "Upsert", " publish", "x", 1]
+        ),
+        "url": st.sampled_from(URLS),
+        "occurred_at": st.sampled_from(MOMENTS),
+        "version": st.sampled_from(NUMBERS),
+        "lastmod": st.sampled_from(LASTMODS),
+        "changefreq": st.sampled_from(["daily", "never", "Daily", "sometimes", 1, None]),
+        "priority": st.sampled_from(NUMBERS),
+        "section": st.sampled_from(TEXTS),
+        "images": st.one_of(st.lists(_image(), max_size=3), st.just("x"), st.none()),
+        "videos": st.just([]),
+        "news": st.none(),
+        "alternates": st.just([]),
+        "unknown": st.just(1),
+    },
+)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=EVENTS, ascii_only=st.booleans())
+def test_the_fast_path_makes_the_model_paths_record_or_steps_aside(body: dict[str, Any], ascii_only: bool) -> None:
+    # Given any event, valid or not, in any shape
+    raw = json.dumps(body, ensure_ascii=ascii_only).encode()
+    # When the fast path reads it
+    fast = LineParser(SITE).record(raw)
+    # Then it either declines or makes, byte for byte, the record of the model path
+    if fast is not None:
+        assert fast == model_record(raw)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "upsert", "url": f"{BASE}/blog/a", "occurred_at": "2026-11-20T10:00:00Z"},
+        {"type": "publish", "url": f"{BASE}/blog/a", "occurred_at": "2026-11-20T10:00:00+01:00", "version": 3},
+        {
+            "type": "upsert",
+            "url": f"{BASE}/blog/a?x=1&y=2",
+            "occurred_at": "2026-11-20T10:00:00Z",
+            "lastmod": "2026-11-01",
+        },
+        {"type": "upsert", "url": f"{BASE}/über/straße", "occurred_at": "2026-11-20T10:00:00Z", "section": "Bücher"},
+        {
+            "type": "upsert",
+            "url": f"{BASE}/p",
+            "occurred_at": "2026-11-20T10:00:00Z",
+            "lastmod": "2026-11-20T09:00:00-05:00",
+            "changefreq": "weekly",
+            "priority": 0.8,
+            "images": [
+                {"loc": "https://cdn.example.com/1.jpg", "title": "A & B"},
+                {"loc": "https://cdn.example.com/1.jpg"},
+            ],
+        },
+        {"type": "delete", "url": f"{BASE}/blog/a", "occurred_at": "2026-11-20T10:00:00Z", "version": 9},
+    ],
+)
+def test_events_of_the_common_shape_take_the_fast_path(body: dict[str, Any]) -> None:
+    # Given a plain, valid event of the shapes a CMS export is made of
+    raw = json.dumps(body, ensure_ascii=False).encode()
+    # When the fast path reads it
+    fast = LineParser(SITE).record(raw)
+    # Then it makes the record itself, the same as the model path
+    assert fast is not None
+    assert fast == model_record(raw)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in BAD_EVENTS.iterdir()))
+def test_no_bad_event_takes_the_fast_path(name: str) -> None:
+    # Given an event the contract rejects
+    raw = (BAD_EVENTS / name).read_bytes()
+    # When the fast path reads it, then it steps aside so the model path can word the error
+    assert LineParser(SITE).record(raw) is None
