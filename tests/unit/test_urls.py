@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+from urllib.parse import unquote
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sitemap_updater.core import urls
+from sitemap_updater.core.entry import ROOT_SECTION, default_section
 from sitemap_updater.core.urls import MAX_URL_LENGTH, Site, UrlError, canonical_media_url, canonical_page_url
 
 SITE = Site.parse("https://www.example.com")
@@ -138,3 +145,84 @@ def test_media_urls_may_be_on_other_hosts_but_must_be_absolute_http() -> None:
 def test_site_must_be_a_scheme_and_host(base: str) -> None:
     with pytest.raises(UrlError):
         Site.parse(base)
+
+
+URL_PIECES = st.lists(
+    st.sampled_from(
+        [
+            "http",
+            "https",
+            "HTTPS",
+            "://",
+            "/",
+            "//",
+            "cdn",
+            "CDN",
+            ".",
+            "..",
+            "example",
+            "com",
+            ":",
+            "443",
+            "8080",
+            "@",
+            "?",
+            "&",
+            "=",
+            "#",
+            "%",
+            "%2f",
+            "%7E",
+            "a",
+            "Z",
+            "ü",
+            " ",
+            "-",
+            "_",
+            "~",
+            ";",
+            "x=1",
+            "\t",
+        ]
+    ),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(tail=URL_PIECES, scheme=st.sampled_from(["https://", "http://", "HTTP://", ""]))
+def test_recognising_a_canonical_media_url_without_parsing_changes_no_result(tail: str, scheme: str) -> None:
+    # Given any URL-ish text
+    url = scheme + tail
+
+    # When it is canonicalised with and without the shortcut for URLs already in canonical form
+    def outcome() -> str:
+        try:
+            return urls.canonical_media_url(url)
+        except UrlError as exc:
+            return f"error: {exc}"
+
+    fast = outcome()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(urls, "_CLEAN_MEDIA", re.compile(r"(?!)"))
+        full = outcome()
+    # Then the results are the same
+    assert fast == full
+
+
+def _section_by_parsing(url: str) -> str:
+    """The default section as the contract states it: the first path segment when more segments follow."""
+    first, slash, _rest = urls.urlsplit(url).path[1:].partition("/")
+    return unquote(first) if slash and first else ROOT_SECTION
+
+
+@settings(max_examples=2000, deadline=None)
+@given(tail=URL_PIECES)
+def test_the_default_section_is_the_first_of_several_path_segments(tail: str) -> None:
+    # Given a canonical page URL
+    try:
+        url = canonical_page_url("https://www.example.com/" + tail, SITE)
+    except UrlError:
+        return
+    # Then its default section is the first path segment when more follow it, else root
+    assert default_section(url) == _section_by_parsing(url)

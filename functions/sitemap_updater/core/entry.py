@@ -47,15 +47,13 @@ class Entry:
 
 def default_section(url: str) -> str:
     """The first path segment when more segments follow it (``/blog/x`` -> ``blog``), else ``root``."""
-    after_scheme = url.find("//") + 2
-    path_start = url.find("/", after_scheme)
+    path_start = url.find("/", url.find("//") + 2)
     if path_start < 0:
         return ROOT_SECTION
-    path = url[path_start:].split("?", 1)[0]
-    first, slash, _rest = path[1:].partition("/")
-    if slash and first:
-        return unquote(first)
-    return ROOT_SECTION
+    first, slash, _rest = url[path_start + 1 :].partition("/")
+    if not (slash and first) or "?" in first:  # a query before the second slash: a page at the root
+        return ROOT_SECTION
+    return unquote(first) if "%" in first else first
 
 
 def w3c(value: date | datetime) -> str:

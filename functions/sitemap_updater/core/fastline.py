@@ -18,7 +18,7 @@ from pydantic_core import from_json
 from sitemap_updater.core.entry import FLAG_IMAGE, default_section, image_element, moment_micros, url_open, w3c
 from sitemap_updater.core.events import MAX_BODY_BYTES, MAX_IMAGES, MAX_VERSION, TYPE_ALIASES, parse_w3c, to_micros
 from sitemap_updater.core.records import encode_record
-from sitemap_updater.core.sharding import page_key
+from sitemap_updater.core.sharding import url_bytes_key
 from sitemap_updater.core.text import forbidden_character
 from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
 
@@ -81,9 +81,9 @@ class LineParser:
         parts = [] if images is None else _image_parts(images)
         if parts is None:
             return None
-        key = page_key(url)
-        order = (version, occurred[0])
         url_bytes = url.encode()
+        key = url_bytes_key(url_bytes)
+        order = (version, occurred[0])
         section_bytes = section.encode()
         if kind == "delete":
             return key, encode_record(1, order, key, occurred[0], url_bytes, section_bytes)

@@ -24,9 +24,19 @@ MAX_FILES_PER_INDEX = 50_000
 INDEX_NAME = "sitemap.xml"
 
 
+_KEY_HASH = hashlib.blake2b(digest_size=8)
+
+
 def page_key(url: str) -> int:
     """Stable 64-bit key of a canonical URL (BLAKE2b, big-endian)."""
-    return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "big")
+    return url_bytes_key(url.encode())
+
+
+def url_bytes_key(url: bytes) -> int:
+    """``page_key`` of a URL already encoded as UTF-8."""
+    digest = _KEY_HASH.copy()  # copying a keyed-up hash is cheaper than constructing one
+    digest.update(url)
+    return int.from_bytes(digest.digest(), "big")
 
 
 _SLUG_JUNK = re.compile(r"[^a-z0-9]+")

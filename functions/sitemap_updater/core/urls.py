@@ -20,6 +20,8 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 # Path and query already in canonical form: only allowed characters, no escapes to normalise.
 _CLEAN_PATH = re.compile(r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
 _CLEAN_QUERY = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*")
+# An http(s) URL with a lower-case host name, no port or user info, and a clean path and non-empty query.
+_CLEAN_MEDIA = re.compile(rf"https?://[a-z0-9][a-z0-9.-]*{_CLEAN_PATH.pattern}(?:\?{_CLEAN_QUERY.pattern[:-1]}+)?")
 
 
 class UrlError(ValueError):
@@ -199,6 +201,8 @@ def canonical_page_url(url: str, site: Site, warnings: list[str] | None = None) 
 
 def canonical_media_url(url: str) -> str:
     """Canonicalise a URL that may be on another host (images, videos, hreflang alternates)."""
+    if len(url) <= MAX_URL_LENGTH and "/." not in url and _CLEAN_MEDIA.fullmatch(url):
+        return url  # already canonical (the common case), recognised without parsing
     parts = _split_absolute(url)
     netloc = _netloc(parts, normalise_host(parts.hostname or ""))
     return _assemble(parts.scheme, netloc, parts.path, parts.query)
