@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import NamedTuple
 
-from sitemap_updater.core.entry import Entry
-from sitemap_updater.core.layout import Tombstone
 from sitemap_updater.core.reduce import PageState
 
 # kind, version, occurred_us, key, lastmod_us, news_us, flags, len(url), len(section), len(body), len(news)
@@ -47,38 +44,27 @@ def encode_state(state: PageState) -> bytes:
     return encode_record(1, state.order, t.key, t.deleted_us, url, t.section.encode("utf-8", "surrogatepass"))
 
 
-class RecordView(NamedTuple):
-    """A record read in place: its header fields and where its parts lie in the buffer."""
-
-    kind: int
-    version: int
-    occurred_us: int
-    key: int
-    moment_us: int
-    news_us: int
-    flags: int
-    url: bytes
-    section: bytes
-    start: int  # the record's first byte
-    body_start: int
-    news_start: int
-    end: int  # one past its last byte
+# A record read in place by ``scan_records``: a plain tuple (cheap to make, sorts by key then URL) of
+RecordView = tuple[int, bytes, bytes, int, int, int, int, int, int, int, int, int]
+# ... these fields: key, url, section, kind, version, occurred_us, moment_us (lastmod or deletion), flags,
+# and the offsets in the buffer of the record's start, its body, its news part and its end.
+KEY, URL, SECTION, KIND, VERSION, OCCURRED, MOMENT, FLAGS, START, BODY, NEWS, END = range(12)
 
 
 def scan_records(data: bytes) -> Iterator[RecordView]:
-    """Every record of a buffer, without building entries: for reducing and rendering large builds."""
+    """Every record of a buffer, without building entries: for reducing large builds."""
     pos, end = 0, len(data)
     unpack = _HEAD.unpack_from
     while pos < end:
-        kind, version, occurred, key, moment, news_us, flags, n_url, n_sec, n_body, n_news = unpack(data, pos)
+        kind, version, occurred, key, moment, _news_us, flags, n_url, n_sec, n_body, n_news = unpack(data, pos)
         url_start = pos + HEAD_SIZE
-        body_start = url_start + n_url + n_sec
+        section_start = url_start + n_url
+        body_start = section_start + n_sec
         news_start = body_start + n_body
         stop = news_start + n_news
-        yield RecordView(
-            kind, version, occurred, key, moment, news_us, flags,
-            data[url_start : url_start + n_url], data[url_start + n_url : body_start],
-            pos, body_start, news_start, stop,
+        yield (
+            key, data[url_start:section_start], data[section_start:body_start], kind, version, occurred, moment,
+            flags, pos, body_start, news_start, stop,
         )  # fmt: skip
         pos = stop
 

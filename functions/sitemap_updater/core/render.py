@@ -117,6 +117,11 @@ def render_bodies(bodies: Sequence[bytes], flags: int, level: int = GZIP_LEVEL) 
     return _gzip_urlset(flags, parts, len(bodies), level, 0)
 
 
+def render_elements(runs: list[bytes], count: int, flags: int, level: int = GZIP_LEVEL) -> RenderedFile:
+    """Render a file that shows no news from runs of complete ``<url>`` elements holding ``count`` entries."""
+    return _gzip_urlset(flags, runs, count, level, 0)
+
+
 def _gzip_urlset(flags: int, parts: list[bytes], count: int, level: int, news_until: int) -> RenderedFile:
     gz = DeterministicGzip(level)
     gz.write(urlset_open(flags))

@@ -11,10 +11,14 @@ import hashlib
 import os
 import tempfile
 from array import array
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import reduce
+from itertools import accumulate
+from operator import itemgetter, or_
 from pathlib import Path
 
 from sitemap_updater.core.entry import URL_CLOSE
@@ -22,9 +26,26 @@ from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.layout import range_lastmod
-from sitemap_updater.core.records import RecordView, decode_states, encode_state, scan_records
+from sitemap_updater.core.records import (
+    BODY,
+    END,
+    FLAGS,
+    KEY,
+    KIND,
+    MOMENT,
+    NEWS,
+    OCCURRED,
+    SECTION,
+    START,
+    URL,
+    VERSION,
+    RecordView,
+    decode_states,
+    encode_state,
+    scan_records,
+)
 from sitemap_updater.core.reduce import state_from_event
-from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, render_bodies, render_index, render_urlset
+from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, render_elements, render_index, render_urlset
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, plan_ranges
 from sitemap_updater.core.urls import Site
 
@@ -66,14 +87,26 @@ class _ChunkResult:
     warnings: list[tuple[int, str]]
 
 
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One bucket's share of a section: where its entries start in the section's arrays and in the files."""
+
+    bucket: int
+    first: int  # index of its first entry in the section's arrays
+    records: tuple[int, int]  # offset and length in the bucket's records file
+    xml_offset: int  # offset in the bucket's XML file (each entry's <url> element, in order)
+
+
 @dataclass(slots=True)
 class _SectionRuns:
-    """The reduced, sorted live records of one section, as spans of the per-bucket files."""
+    """The reduced, sorted live entries of one section, as parts of the per-bucket files."""
 
     keys: array[int] = field(default_factory=lambda: array("Q"))
     sizes: array[int] = field(default_factory=lambda: array("L"))
     lastmods: array[int] = field(default_factory=lambda: array("q"))
-    spans: list[tuple[int, int, int]] = field(default_factory=list)  # bucket, offset, length
+    flags: array[int] = field(default_factory=lambda: array("B"))
+    parts: list[_Part] = field(default_factory=list)
+    has_news: bool = False
     deleted: list[tuple[int, int]] = field(default_factory=list)
 
 
@@ -82,8 +115,10 @@ class _BucketSection:
     keys: array[int]
     sizes: array[int]
     lastmods: array[int]
-    offset: int
-    length: int
+    flags: array[int]
+    has_news: bool
+    records: tuple[int, int]
+    xml_offset: int
 
 
 def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, chunk_id: int) -> _ChunkResult:
@@ -132,7 +167,8 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
 def _reduce_bucket(
     bucket: int, sources: list[tuple[str, int, int]], spill_dir: str
 ) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
-    """Keep the newest state per URL of one bucket; write live records sorted by (section, key, url).
+    """Keep the newest state per URL of one bucket; write live records sorted by (section, key, url), and
+    each live entry's ``<url>`` element in the same order.
 
     Works on records in place (no entries are built): the winner is the greatest ``(version, occurred_at,
     kind)``, a delete beating an upsert of the same order, then the greater SHA-256 of the rendered entry —
@@ -141,33 +177,53 @@ def _reduce_bucket(
     data = b"".join(_read_spans(sources))
     best: dict[bytes, RecordView] = {}
     for record in scan_records(data):
-        current = best.get(record.url)
+        current = best.get(record[URL])
         if current is None or _outranks(record, current, data):
-            best[record.url] = record
+            best[record[URL]] = record
     live: dict[bytes, list[RecordView]] = defaultdict(list)
     deleted: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for record in best.values():
-        if record.kind == 0:
-            live[record.section].append(record)
+        if record[KIND] == 0:
+            live[record[SECTION]].append(record)
         else:
-            deleted[record.section.decode("utf-8", "surrogatepass")].append((record.key, record.moment_us))
-    path = Path(spill_dir) / f"bucket-{bucket:02d}.bin"
+            deleted[record[SECTION].decode("utf-8", "surrogatepass")].append((record[KEY], record[MOMENT]))
     sections: dict[str, _BucketSection] = {}
-    offset = 0
-    with path.open("wb") as out:
+    offset = xml_offset = 0
+    records_file = _bucket_path(spill_dir, bucket, "bin").open("wb")
+    with records_file as out, _bucket_path(spill_dir, bucket, "xml").open("wb") as xml:
         for section in sorted(live):
-            records = sorted(live[section], key=lambda r: (r.key, r.url))
-            blob = b"".join([data[r.start : r.end] for r in records])
+            records = sorted(live[section])  # by key, then URL
+            blob = b"".join([data[r[START] : r[END]] for r in records])
+            elements = URL_CLOSE.join([data[r[BODY] : r[END]] for r in records]) + URL_CLOSE
             out.write(blob)
+            xml.write(elements)
             sections[section.decode("utf-8", "surrogatepass")] = _BucketSection(
-                array("Q", [r.key for r in records]),
-                array("L", [r.end - r.body_start + len(URL_CLOSE) for r in records]),
-                array("q", [r.moment_us for r in records]),
-                offset,
-                len(blob),
+                array("Q", map(itemgetter(KEY), records)),
+                array("L", [r[END] - r[BODY] + len(URL_CLOSE) for r in records]),
+                array("q", map(itemgetter(MOMENT), records)),
+                array("B", map(itemgetter(FLAGS), records)),
+                any(r[NEWS] != r[END] for r in records),
+                (offset, len(blob)),
+                xml_offset,
             )
             offset += len(blob)
+            xml_offset += len(elements)
     return sections, {s: sorted(pairs) for s, pairs in deleted.items()}
+
+
+def _outranks(record: RecordView, current: RecordView, data: bytes) -> bool:
+    mine = (record[VERSION], record[OCCURRED], record[KIND])
+    theirs = (current[VERSION], current[OCCURRED], current[KIND])
+    if mine != theirs:
+        return mine > theirs
+    if record[KIND]:
+        return False
+    digest = hashlib.sha256(data[record[BODY] : record[END]]).digest()
+    return digest > hashlib.sha256(data[current[BODY] : current[END]]).digest()
+
+
+def _bucket_path(spill_dir: str, bucket: int, kind: str) -> Path:
+    return Path(spill_dir) / f"bucket-{bucket:02d}.{kind}"
 
 
 def _outranks(record: RecordView, current: RecordView, data: bytes) -> bool:
@@ -181,20 +237,27 @@ def _outranks(record: RecordView, current: RecordView, data: bytes) -> bool:
     return digest > hashlib.sha256(data[current.body_start : current.end]).digest()
 
 
-def _render_file(
+def _render_plain(
+    name: str, sources: list[tuple[str, int, int]], count: int, flags: int, out_dir: str
+) -> tuple[str, int, int, int]:
+    """Render a file that shows no news: its ``<url>`` elements are contiguous runs of the bucket XML files."""
+    rendered = render_elements(list(_read_spans(sources)), count, flags)
+    _write_atomic(Path(out_dir) / name, rendered.data)
+    return name, rendered.url_count, len(rendered.data), rendered.xml_bytes
+
+
+def _render_records(
     name: str, sources: list[tuple[str, int, int]], start: int, end: int, as_of_us: int, out_dir: str
 ) -> tuple[str, int, int, int]:
-    """Render one file from the records of its key range; write it atomically."""
-    data = b"".join(_read_spans(sources))
-    records = [r for r in scan_records(data) if start <= r.key < end]
-    if any(r.news_start != r.end for r in records):  # news is shown only while fresh: the entry path decides
-        entries = [s.entry for s in decode_states(b"".join(data[r.start : r.end] for r in records)) if s.entry]
-        rendered = render_urlset(entries, as_of_us)
-    else:
-        flags = 0
-        for r in records:
-            flags |= r.flags
-        rendered = render_bodies([data[r.body_start : r.end] for r in records], flags)
+    """Render a file of a section with news from the entries of its key range: which news shows depends on
+    ``as_of_us``. Write it atomically."""
+    entries = [
+        s.entry
+        for data in _read_spans(sources)
+        for s in decode_states(data)
+        if s.entry is not None and start <= s.entry.key < end
+    ]
+    rendered = render_urlset(entries, as_of_us)
     _write_atomic(Path(out_dir) / name, rendered.data)
     return name, rendered.url_count, len(rendered.data), rendered.xml_bytes
 
@@ -311,10 +374,12 @@ def _reduce_all(executor: Executor, chunks: list[_ChunkResult], spill: str) -> d
         live, deleted = future.result()
         for section, part in live.items():
             runs = sections[section]
+            runs.parts.append(_Part(bucket, len(runs.keys), part.records, part.xml_offset))
             runs.keys.extend(part.keys)
             runs.sizes.extend(part.sizes)
             runs.lastmods.extend(part.lastmods)
-            runs.spans.append((bucket, part.offset, part.length))
+            runs.flags.extend(part.flags)
+            runs.has_news = runs.has_news or part.has_news
         for section, pairs in deleted.items():
             sections[section].deleted.extend(pairs)
     return sections
@@ -330,20 +395,36 @@ def _render_all(
     result: BuildResult,
 ) -> list[IndexItem]:
     """Phase 3: plan each section's files and render them from the records in their key ranges."""
-    bucket_paths = [str(Path(spill) / f"bucket-{b:02d}.bin") for b in range(BUCKETS)]
     items: list[IndexItem] = []
     futures = []
     for section in sorted(sections):
         runs = sections[section]
         if not runs.keys:
             continue
+        offsets = array("Q", [0])  # offsets[i]: XML bytes of the section's entries before entry i
+        offsets.extend(accumulate(runs.sizes))
         for key_range in plan_ranges(runs.keys, runs.sizes, limits, FILE_OVERHEAD):
             name = key_range.file_name(section)
-            first, last = key_range.start >> _SHIFT, (key_range.end - 1) >> _SHIFT
-            sources = [(bucket_paths[b], off, ln) for b, off, ln in runs.spans if first <= b <= last]
             items.append(IndexItem(name, range_lastmod(runs.keys, runs.lastmods, runs.deleted, key_range)))
+            if runs.has_news:
+                first, last = key_range.start >> _SHIFT, (key_range.end - 1) >> _SHIFT
+                sources = [
+                    (str(_bucket_path(spill, p.bucket, "bin")), *p.records)
+                    for p in runs.parts
+                    if first <= p.bucket <= last
+                ]
+                futures.append(
+                    executor.submit(
+                        _render_records, name, sources, key_range.start, key_range.end, as_of_us, str(out_dir)
+                    )
+                )
+                continue
+            lo, hi = bisect_left(runs.keys, key_range.start), bisect_left(runs.keys, key_range.end)
+            flags = reduce(or_, set(runs.flags[lo:hi]), 0)
             futures.append(
-                executor.submit(_render_file, name, sources, key_range.start, key_range.end, as_of_us, str(out_dir))
+                executor.submit(
+                    _render_plain, name, _xml_sources(runs, offsets, lo, hi, spill), hi - lo, flags, str(out_dir)
+                )
             )
     for future in futures:
         name, urls, gz_bytes, xml_bytes = future.result()
@@ -352,3 +433,15 @@ def _render_all(
         result.gzip_bytes += gz_bytes
         result.xml_bytes += xml_bytes
     return items
+
+
+def _xml_sources(runs: _SectionRuns, offsets: array[int], lo: int, hi: int, spill: str) -> list[tuple[str, int, int]]:
+    """Where the ``<url>`` elements of entries ``lo`` to ``hi`` of a section lie in the bucket XML files."""
+    sources = []
+    bounds = [p.first for p in runs.parts[1:]] + [len(runs.keys)]
+    for part, part_end in zip(runs.parts, bounds, strict=True):
+        first, last = max(lo, part.first), min(hi, part_end)
+        if first < last:
+            start = part.xml_offset + offsets[first] - offsets[part.first]
+            sources.append((str(_bucket_path(spill, part.bucket, "xml")), start, offsets[last] - offsets[first]))
+    return sources
