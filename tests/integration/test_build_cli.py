@@ -126,6 +126,32 @@ def test_build_output_equals_the_reference_whatever_the_line_order(tmp_path: Pat
     assert published(tmp_path / "b") == expected
 
 
+def test_every_kind_of_entry_and_tie_builds_exactly_the_reference(tmp_path: Path) -> None:
+    # Given sections with news (fresh and stale), videos, alternates, images, ties between events of the same
+    # order, deletes, and events that need the model path (aliases to map, URLs to canonicalise, unknown fields)
+    video = {"thumbnail_loc": "https://cdn.example.com/t.jpg", "title": "T", "description": "D",
+             "content_loc": "https://cdn.example.com/v.mp4"}  # fmt: skip
+    bodies: list[dict[str, Any]] = []
+    for i in range(300):
+        news = {"publication_name": "Daily", "publication_language": "en", "title": f"N{i}",
+                "publication_date": "2026-11-21T08:00:00Z" if i % 2 else "2026-11-01T08:00:00Z"}  # fmt: skip
+        bodies.append(event(f"{BASE}/news/n{i}", version=1, news=news))
+        bodies.append(event(f"{BASE}/shop/p{i}", version=1, lastmod=f"2026-11-0{1 + i % 9}"))
+        bodies.append(event(f"{BASE}/shop/p{i}", version=1, lastmod=f"2026-10-0{1 + i % 9}"))  # a tie
+        bodies.append(
+            event(f"{BASE}/video/v{i}", videos=[video], alternates=[{"hreflang": "de", "href": f"{BASE}/de/v{i}"}])
+        )
+        bodies.append(event(f"{BASE}/blog/b{i}", type="Publish", images=[{"loc": "https://cdn.example.com/b.jpg"}]))
+        bodies.append(event(f"HTTPS://WWW.EXAMPLE.COM/docs/d{i}?b=2&a=1", version=2, extra="ignored"))
+        if i % 5 == 0:
+            bodies.append(event(f"{BASE}/shop/p{i}", type="delete", version=1))  # a delete beats its tie
+    path = write_jsonl(tmp_path / "mixed.jsonl", bodies)
+    # When it is built
+    assert run_build(path, tmp_path / "out", "--max-urls-per-file", "50", "--quiet") == 0
+    # Then every file equals, byte for byte, what the reference model renders
+    assert published(tmp_path / "out") == reference_site(bodies, Limits(max_urls=50)).all_bytes()
+
+
 def test_a_rebuild_removes_files_no_longer_in_the_site(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run_build(write_jsonl(tmp_path / "1.jsonl", [event(f"{BASE}/old/x")]), out) == 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from hypothesis import given, settings
@@ -212,7 +212,7 @@ def test_recognising_a_canonical_media_url_without_parsing_changes_no_result(tai
 
 def _section_by_parsing(url: str) -> str:
     """The default section as the contract states it: the first path segment when more segments follow."""
-    first, slash, _rest = urls.urlsplit(url).path[1:].partition("/")
+    first, slash, _rest = urlsplit(url).path[1:].partition("/")
     return unquote(first) if slash and first else ROOT_SECTION
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import Final
 
+from sitemap_updater.core.entry import Entry
+from sitemap_updater.core.layout import Tombstone
 from sitemap_updater.core.reduce import PageState
 
 # kind, version, occurred_us, key, lastmod_us, news_us, flags, len(url), len(section), len(body), len(news)
@@ -48,7 +51,18 @@ def encode_state(state: PageState) -> bytes:
 RecordView = tuple[int, bytes, bytes, int, int, int, int, int, int, int, int, int]
 # ... these fields: key, url, section, kind, version, occurred_us, moment_us (lastmod or deletion), flags,
 # and the offsets in the buffer of the record's start, its body, its news part and its end.
-KEY, URL, SECTION, KIND, VERSION, OCCURRED, MOMENT, FLAGS, START, BODY, NEWS, END = range(12)
+KEY: Final = 0
+URL: Final = 1
+SECTION: Final = 2
+KIND: Final = 3
+VERSION: Final = 4
+OCCURRED: Final = 5
+MOMENT: Final = 6
+FLAGS: Final = 7
+START: Final = 8
+BODY: Final = 9
+NEWS: Final = 10
+END: Final = 11
 
 
 def scan_records(data: bytes) -> Iterator[RecordView]:

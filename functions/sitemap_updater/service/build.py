@@ -226,17 +226,6 @@ def _bucket_path(spill_dir: str, bucket: int, kind: str) -> Path:
     return Path(spill_dir) / f"bucket-{bucket:02d}.{kind}"
 
 
-def _outranks(record: RecordView, current: RecordView, data: bytes) -> bool:
-    mine = (record.version, record.occurred_us, record.kind)
-    theirs = (current.version, current.occurred_us, current.kind)
-    if mine != theirs:
-        return mine > theirs
-    if record.kind:
-        return False
-    digest = hashlib.sha256(data[record.body_start : record.end]).digest()
-    return digest > hashlib.sha256(data[current.body_start : current.end]).digest()
-
-
 def _render_plain(
     name: str, sources: list[tuple[str, int, int]], count: int, flags: int, out_dir: str
 ) -> tuple[str, int, int, int]:
