@@ -77,8 +77,7 @@ class LineParser:
             section = default_section(url)
         elif type(section) is not str or not 1 <= len(section) <= 100 or forbidden_character(section) is not None:
             return None
-        images = data.get("images")
-        parts = [] if images is None else _image_parts(images)
+        parts = _image_parts(data["images"]) if "images" in data else []  # null is not a list: the model rejects it
         if parts is None:
             return None
         url_bytes = url.encode()
