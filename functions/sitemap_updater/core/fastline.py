@@ -12,22 +12,72 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
+from typing import get_args
 
-from pydantic_core import from_json
+from pydantic_core import SchemaValidator
+from pydantic_core import core_schema as cs
 
-from sitemap_updater.core.entry import FLAG_IMAGE, default_section, image_element, moment_micros, url_open, w3c
-from sitemap_updater.core.events import MAX_BODY_BYTES, MAX_IMAGES, MAX_VERSION, TYPE_ALIASES, parse_w3c, to_micros
+from sitemap_updater.core.entry import (
+    FLAG_IMAGE,
+    ROOT_SECTION,
+    default_section,
+    image_element,
+    moment_micros,
+    url_open,
+    w3c,
+)
+from sitemap_updater.core.events import (
+    MAX_BODY_BYTES,
+    MAX_IMAGES,
+    MAX_VERSION,
+    TYPE_ALIASES,
+    ChangeFreq,
+    parse_w3c,
+    to_micros,
+)
 from sitemap_updater.core.records import encode_record
 from sitemap_updater.core.sharding import url_bytes_key
 from sitemap_updater.core.text import forbidden_character
 from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
 
-_FIELDS = frozenset({"type", "url", "occurred_at", "version", "lastmod", "changefreq", "priority", "section", "images"})
-_IMAGE_FIELDS = frozenset({"loc", "title", "caption"})
-_CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 _CACHE_LIMIT = 65_536
 # The date-time shapes both readers take the same way: seconds, up to six fraction digits, Z or +hh:mm.
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?(?:Z|[+-]\d\d:\d\d)", re.ASCII)
+
+
+def _field(schema: cs.CoreSchema, *, required: bool = False) -> cs.TypedDictField:
+    return cs.typed_dict_field(schema if required else cs.nullable_schema(schema), required=required)
+
+
+def _strict_text(**limits: int) -> cs.CoreSchema:
+    return cs.str_schema(strict=True, **limits)  # type: ignore[arg-type]
+
+
+_IMAGE = cs.typed_dict_schema(
+    {
+        "loc": _field(_strict_text(min_length=1), required=True),
+        "title": _field(_strict_text()),
+        "caption": _field(_strict_text()),
+    },
+    extra_behavior="forbid",
+)
+# The common shape, checked in one pass by pydantic-core: exact JSON types (nothing the models would coerce),
+# no field the models do not know, the models' bounds; optional fields may be null where the models allow it.
+_SHAPE_SCHEMA = cs.typed_dict_schema(
+    {
+        "type": _field(_strict_text(), required=True),
+        "url": _field(_strict_text(min_length=1), required=True),
+        "occurred_at": _field(_strict_text(), required=True),
+        "version": _field(cs.int_schema(strict=True, ge=0, le=MAX_VERSION)),
+        "lastmod": _field(_strict_text()),
+        "changefreq": _field(cs.literal_schema(list(get_args(ChangeFreq)))),
+        "priority": _field(cs.float_schema(strict=True, ge=0.0, le=1.0, allow_inf_nan=False)),
+        "section": _field(_strict_text(min_length=1, max_length=100)),
+        "images": cs.typed_dict_field(cs.list_schema(_IMAGE, max_length=MAX_IMAGES), required=False),
+    },
+    extra_behavior="forbid",
+)
+_SHAPE = SchemaValidator(_SHAPE_SCHEMA)
 
 
 class LineParser:
@@ -35,6 +85,7 @@ class LineParser:
 
     def __init__(self, site: Site) -> None:
         self._site = site
+        self._path_at = len(site.base_url) + 1  # where the path of a URL on the site starts, after its "/"
         self._moments: dict[str, tuple[int, str] | None] = {}  # occurred_at -> (micros, W3C text)
         self._lastmods: dict[str, tuple[int, str] | None] = {}  # lastmod -> (micros, W3C text)
 
@@ -43,41 +94,37 @@ class LineParser:
         if len(raw) > MAX_BODY_BYTES:
             return None
         try:
-            data = from_json(raw, allow_inf_nan=False)  # the JSON reader the model path uses
+            data = _SHAPE.validate_json(raw)  # the JSON reader the model path uses
         except ValueError:
             return None
-        if type(data) is not dict or not data.keys() <= _FIELDS:
+        kind = TYPE_ALIASES.get(data["type"])
+        url = data["url"]
+        if self._site.is_canonical(url):
+            # default_section of a URL with no query or escape: the first of several path segments
+            slash = url.find("/", self._path_at)
+            segment = url[self._path_at : slash] if slash > self._path_at else ROOT_SECTION
+        else:
+            url = self._canonical(url)
+            segment = None
+        occurred = self._moments.get(data["occurred_at"]) or self._occurred(data["occurred_at"])
+        if kind is None or url is None or occurred is None:
             return None
-        event_type = data.get("type")
-        kind = TYPE_ALIASES.get(event_type) if type(event_type) is str else None
-        url = self._url(data.get("url"))
-        occurred = self._occurred(data.get("occurred_at"))
         version = data.get("version")
         if version is None:
             version = -1
-        elif type(version) is not int or not 0 <= version <= MAX_VERSION:
-            return None
-        if kind is None or url is None or occurred is None:
-            return None
         lastmod = data.get("lastmod")
         if lastmod is not None:
             lastmod = self._lastmod(lastmod)
             if lastmod is None:
                 return None
         changefreq = data.get("changefreq")
-        if changefreq is not None and (type(changefreq) is not str or changefreq not in _CHANGEFREQS):
-            return None
         priority = data.get("priority")
-        if priority is not None:
-            if (type(priority) is not float and type(priority) is not int) or not 0.0 <= priority <= 1.0:
-                return None
-            priority = float(priority)
         section = data.get("section")
         if section is None:
-            section = default_section(url)
-        elif type(section) is not str or not 1 <= len(section) <= 100 or forbidden_character(section) is not None:
+            section = default_section(url) if segment is None else segment
+        elif forbidden_character(section) is not None:
             return None
-        parts = _image_parts(data["images"]) if "images" in data else []  # null is not a list: the model rejects it
+        parts = _image_parts(data["images"]) if "images" in data else []
         if parts is None:
             return None
         url_bytes = url.encode()
@@ -93,11 +140,7 @@ class LineParser:
             0, order, key, moment_us, url_bytes, section_bytes, body, flags=FLAG_IMAGE if parts else 0
         )
 
-    def _url(self, url: object) -> str | None:
-        if type(url) is not str or not url:
-            return None
-        if self._site.is_canonical(url):
-            return url
+    def _canonical(self, url: str) -> str | None:
         warnings: list[str] = []
         try:
             canonical = canonical_page_url(url, self._site, warnings)
@@ -105,14 +148,8 @@ class LineParser:
             return None
         return None if warnings else canonical
 
-    def _occurred(self, text: object) -> tuple[int, str] | None:
+    def _occurred(self, text: str) -> tuple[int, str] | None:
         """RFC 3339 date-time with an offset, after 1970, as the model reads it."""
-        if type(text) is not str:
-            return None
-        try:
-            return self._moments[text]
-        except KeyError:
-            pass
         found: tuple[int, str] | None = None
         if _RFC3339.fullmatch(text):
             try:
@@ -123,13 +160,9 @@ class LineParser:
                 found = (to_micros(moment), w3c(moment))
         return _remember(self._moments, text, found)
 
-    def _lastmod(self, text: object) -> tuple[int, str] | None:
-        if type(text) is not str:
-            return None
-        try:
+    def _lastmod(self, text: str) -> tuple[int, str] | None:
+        if text in self._lastmods:
             return self._lastmods[text]
-        except KeyError:
-            pass
         found: tuple[int, str] | None
         try:
             value: date | datetime = parse_w3c(text)
@@ -140,30 +173,22 @@ class LineParser:
         return _remember(self._lastmods, text, found)
 
 
-def _image_parts(images: object) -> list[str] | None:
+def _image_parts(images: list[dict[str, str | None]]) -> list[str] | None:
     """Rendered ``image:image`` elements, duplicates (by canonical URL) dropped; None when not plain."""
-    if type(images) is not list or len(images) > MAX_IMAGES:
-        return None
     parts: list[str] = []
     seen: set[str] = set()
     for image in images:
-        if type(image) is not dict or not image.keys() <= _IMAGE_FIELDS:
-            return None
-        loc, title, caption = image.get("loc"), image.get("title"), image.get("caption")
-        if type(loc) is not str or not loc or not (_plain_text(title) and _plain_text(caption)):
+        loc, title, caption = image["loc"], image.get("title"), image.get("caption")
+        if (title is not None and forbidden_character(title)) or (caption is not None and forbidden_character(caption)):
             return None
         try:
-            loc = canonical_media_url(loc)
+            loc = canonical_media_url(loc)  # type: ignore[arg-type]
         except UrlError:
             return None
         if loc not in seen:
             seen.add(loc)
             parts.append(image_element(loc, title, caption))
     return parts
-
-
-def _plain_text(value: object) -> bool:
-    return value is None or (type(value) is str and forbidden_character(value) is None)
 
 
 def _remember(
