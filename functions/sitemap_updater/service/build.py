@@ -85,6 +85,7 @@ class _ChunkResult:
     accepted: int
     rejections: list[Rejection]
     warnings: list[tuple[int, str]]
+    news_sections: set[str]  # sections of events with a news part (whether or not they win)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +127,7 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
     buckets: list[list[bytes]] = [[] for _ in range(BUCKETS)]
     rejections: list[Rejection] = []
     warnings: list[tuple[int, str]] = []
+    news_sections: set[str] = set()  # the fast path takes no news: only the model path adds to it
     lines = accepted = 0
     with Path(source).open("rb") as handle:
         handle.seek(start)
@@ -151,6 +153,8 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
         if parsed.unknown_fields:
             warnings.append((number, f"ignored unknown fields: {', '.join(parsed.unknown_fields)}"))
         state = state_from_event(parsed.event)
+        if state.entry is not None and state.entry.news:
+            news_sections.add(state.entry.section)
         buckets[state.key >> _SHIFT].append(encode_state(state))
     path = Path(spill_dir) / f"chunk-{chunk_id:05d}.bin"
     spans = []
@@ -161,11 +165,11 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
             out.write(blob)
             spans.append((offset, len(blob)))
             offset += len(blob)
-    return _ChunkResult(str(path), spans, lines, accepted, rejections, warnings)
+    return _ChunkResult(str(path), spans, lines, accepted, rejections, warnings, news_sections)
 
 
 def _reduce_bucket(
-    bucket: int, sources: list[tuple[str, int, int]], spill_dir: str
+    bucket: int, sources: list[tuple[str, int, int]], news_sections: set[bytes], spill_dir: str
 ) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
     """Keep the newest state per URL of one bucket; write live records sorted by (section, key, url), and
     each live entry's ``<url>`` element in the same order.
@@ -193,7 +197,8 @@ def _reduce_bucket(
     with records_file as out, _bucket_path(spill_dir, bucket, "xml").open("wb") as xml:
         for section in sorted(live):
             records = sorted(live[section])  # by key, then URL
-            blob = b"".join([data[r[START] : r[END]] for r in records])
+            # Records are kept only where news may show: other files are made of the <url> elements alone.
+            blob = b"".join([data[r[START] : r[END]] for r in records]) if section in news_sections else b""
             elements = URL_CLOSE.join([data[r[BODY] : r[END]] for r in records]) + URL_CLOSE
             out.write(blob)
             xml.write(elements)
@@ -353,9 +358,12 @@ def _parse_all(
 
 
 def _reduce_all(executor: Executor, chunks: list[_ChunkResult], spill: str) -> dict[str, _SectionRuns]:
+    news_sections = {name.encode("utf-8", "surrogatepass") for chunk in chunks for name in chunk.news_sections}
     """Phase 2: the newest state per URL, bucket by bucket; collect each section's sorted keys and sizes."""
     futures = [
-        executor.submit(_reduce_bucket, bucket, [(c.path, *c.bucket_spans[bucket]) for c in chunks], spill)
+        executor.submit(
+            _reduce_bucket, bucket, [(c.path, *c.bucket_spans[bucket]) for c in chunks], news_sections, spill
+        )
         for bucket in range(BUCKETS)
     ]
     sections: dict[str, _SectionRuns] = defaultdict(_SectionRuns)
