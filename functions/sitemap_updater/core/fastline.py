@@ -137,7 +137,7 @@ class LineParser:
         head = url_open(url, lastmod_text, changefreq, priority)
         body = (head + "".join(parts) if parts else head).encode()
         return key, encode_record(
-            0, order, key, moment_us, url_bytes, section_bytes, body, flags=FLAG_IMAGE if parts else 0
+            0, order, key, moment_us, url_bytes, section_bytes, body, b"", 0, FLAG_IMAGE if parts else 0
         )
 
     def _canonical(self, url: str) -> str | None:

@@ -94,23 +94,21 @@ def _netloc(parts: SplitResult, host: str) -> str:
 
 def _percent_encode(component: str, safe: frozenset[str]) -> str:
     """Percent-encode as UTF-8 what ``safe`` does not allow; normalise existing escapes, never double-encode."""
-    out: list[str] = []
-    i, n = 0, len(component)
-    while i < n:
-        char = component[i]
-        if char == "%":
-            pair = component[i + 1 : i + 3]
-            if len(pair) == 2 and pair[0] in _HEX and pair[1] in _HEX:
-                decoded = chr(int(pair, 16))
-                out.append(decoded if decoded in _UNRESERVED else "%" + pair.upper())
-                i += 3
-                continue
-        if char in safe:
-            out.append(char)
-        else:
-            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
-        i += 1
-    return "".join(out)
+    return _ESCAPE_OR_UNSAFE[safe].sub(_encode_match, component)
+
+
+def _encode_match(match: re.Match[str]) -> str:
+    text = match.group()
+    if len(text) == 3:  # an escape: decode it when it stands for an unreserved character, else upper-case it
+        decoded = chr(int(text[1:], 16))
+        return decoded if decoded in _UNRESERVED else text.upper()
+    return "".join([f"%{byte:02X}" for byte in text.encode("utf-8")])
+
+
+# An escape, or one character the component does not allow (a lone "%" among them), per set of safe characters.
+_ESCAPE_OR_UNSAFE = {
+    safe: re.compile(f"%[0-9A-Fa-f]{{2}}|[^{re.escape(''.join(sorted(safe)))}]") for safe in (_PATH_SAFE, _QUERY_SAFE)
+}
 
 
 def _remove_dot_segments(path: str) -> str:
