@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import NamedTuple
 from urllib.parse import unquote
 
 from sitemap_updater.core.events import News, PageEvent, Video, to_micros
@@ -18,12 +18,11 @@ URL_CLOSE = b"</url>\n"
 ROOT_SECTION = "root"
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One live page. ``body`` is ``<url>`` and every child but ``news:news``; ``news`` is that child or b"".
 
     The news part is kept apart because it is left out once older than two days; ``size`` counts it, so the
-    file layout never depends on the clock.
+    file layout never depends on the clock. (A named tuple: a rebuild reads tens of thousands of them.)
     """
 
     url: str

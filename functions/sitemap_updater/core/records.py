@@ -85,22 +85,24 @@ def scan_records(data: bytes) -> Iterator[RecordView]:
 
 def decode_states(data: bytes) -> Iterator[PageState]:
     """Read back every state in a buffer written by ``encode_state``."""
-    view = memoryview(data)
     pos, end = 0, len(data)
     unpack = _HEAD.unpack_from
+    sections: dict[bytes, str] = {}
     while pos < end:
-        kind, version, occurred, key, lastmod, news_us, flags, n_url, n_sec, n_body, n_news = unpack(view, pos)
-        pos += HEAD_SIZE
-        url = bytes(view[pos : pos + n_url]).decode()
-        pos += n_url
-        section = bytes(view[pos : pos + n_sec]).decode("utf-8", "surrogatepass")
-        pos += n_sec
+        kind, version, occurred, key, moment, news_us, flags, n_url, n_sec, n_body, n_news = unpack(data, pos)
+        url_start = pos + HEAD_SIZE
+        section_start = url_start + n_url
+        body_start = section_start + n_sec
+        url = data[url_start:section_start].decode()
+        raw_section = data[section_start:body_start]
+        section = sections.get(raw_section)
+        if section is None:
+            section = sections[raw_section] = raw_section.decode("utf-8", "surrogatepass")
         if kind == 0:
-            body = bytes(view[pos : pos + n_body])
-            pos += n_body
-            news = bytes(view[pos : pos + n_news])
-            pos += n_news
-            entry = Entry(url, key, section, lastmod, body, news, news_us, flags)
+            news_start = body_start + n_body
+            pos = news_start + n_news
+            entry = Entry(url, key, section, moment, data[body_start:news_start], data[news_start:pos], news_us, flags)
             yield PageState(url, (version, occurred), entry, None)
         else:
-            yield PageState(url, (version, occurred), None, Tombstone(url, key, section, lastmod))
+            pos = body_start
+            yield PageState(url, (version, occurred), None, Tombstone(url, key, section, moment))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sitemap_updater.core.entry import Entry, default_section, entry_from_event, moment_micros
 from sitemap_updater.core.events import PageEvent
@@ -12,8 +12,7 @@ from sitemap_updater.core.layout import Tombstone
 from sitemap_updater.core.sharding import page_key
 
 
-@dataclass(frozen=True, slots=True)
-class PageState:
+class PageState(NamedTuple):
     """The newest known state of one URL: a live entry or a tombstone, with the order of its event."""
 
     url: str
