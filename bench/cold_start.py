@@ -20,7 +20,7 @@ def _import_times(module: str) -> tuple[float, dict[str, float]]:
         capture_output=True,
         text=True,
         check=True,
-        env={"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_SERVICE_NAME": "bench", "PATH": ""},
+        env={"POWERTOOLS_SERVICE_NAME": "bench", "PATH": ""},
     )
     total = 0.0
     groups: dict[str, float] = {}

@@ -19,7 +19,6 @@ from sitemap_updater.core.urls import Site
 # As the template sets them for every function; read by Powertools when handler modules are imported.
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "sitemap-updater")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "SitemapUpdater")
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 BASE = "https://www.example.com"
 AS_OF_US = 1_795_262_400_000_000  # 2026-11-21T12:00:00Z

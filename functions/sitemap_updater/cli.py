@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TextIO
 
 from sitemap_updater.core.errors import LimitExceeded
-from sitemap_updater.core.events import event_json_schema, to_micros
+from sitemap_updater.core.events import event_json_schema
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError
 from sitemap_updater.service.build import BuildResult, build
@@ -238,7 +239,7 @@ def _import(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    pipeline = Pipeline.connect(settings, boto3.session.Session(), args.endpoint_url)
+    pipeline = Pipeline.connect(settings, boto3.session.Session().client, args.endpoint_url)
     try:
         if args.events is not None:
             bodies = [line for line in args.events.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sitemap_updater.service import ingest
+from sitemap_updater.service import rebuild
 from tests.sim.world import Config, Simulation
 
 SEEDS = [*range(1, 21), 137, 1120, 1208, 1266, 2282]  # and seeds that once found a bug
@@ -28,7 +28,7 @@ def test_no_update_is_lost_stale_or_announced_twice(seed: int) -> None:
 
 def test_the_checks_catch_a_lost_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given an ingest that forgets to queue the rebuild of every fifth change
-    original = ingest._mark_dirty
+    original = rebuild._mark_dirty
     calls = {"n": 0}
 
     def forgetful(*args: object) -> None:
@@ -36,7 +36,7 @@ def test_the_checks_catch_a_lost_rebuild(monkeypatch: pytest.MonkeyPatch) -> Non
         if calls["n"] % 5:
             original(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ingest, "_mark_dirty", forgetful)
+    monkeypatch.setattr(rebuild, "_mark_dirty", forgetful)
     # When a sequence runs without faults
     result = Simulation(Config(7, fault_rate=0.0)).run()
     # Then the simulation reports stale published files

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote
 
-from sitemap_updater.core.events import News, PageEvent, Video, to_micros
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import page_key
 from sitemap_updater.core.text import escape_text
+
+if TYPE_CHECKING:  # the event models are only needed by code that parses events
+    from sitemap_updater.core.events import News, PageEvent, Video
 
 FLAG_IMAGE = 1
 FLAG_VIDEO = 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.text import check_xml_text
 from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
 
@@ -228,15 +229,6 @@ class ParsedEvent:
     event: PageEvent
     warnings: tuple[str, ...]
     unknown_fields: tuple[str, ...]
-
-
-def to_micros(moment: datetime) -> int:
-    """Microseconds since the epoch (UTC) of an aware datetime."""
-    delta = moment.astimezone(UTC) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEvent:

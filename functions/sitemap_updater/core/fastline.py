@@ -33,8 +33,8 @@ from sitemap_updater.core.events import (
     TYPE_ALIASES,
     ChangeFreq,
     parse_w3c,
-    to_micros,
 )
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.records import encode_record
 from sitemap_updater.core.sharding import url_bytes_key
 from sitemap_updater.core.text import forbidden_character

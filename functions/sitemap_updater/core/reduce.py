@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from sitemap_updater.core.entry import Entry, default_section, entry_from_event, moment_micros
-from sitemap_updater.core.events import PageEvent
 from sitemap_updater.core.layout import Tombstone
 from sitemap_updater.core.sharding import page_key
+
+if TYPE_CHECKING:
+    from sitemap_updater.core.events import PageEvent
 
 
 class PageState(NamedTuple):

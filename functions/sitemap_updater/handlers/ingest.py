@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sitemap_updater.service.messages import Rejected, ingest_message
+from sitemap_updater.service.ingest import Rejected, ingest_message
 from sitemap_updater.service.runtime import current_pipeline
 
 logger = Logger()
 metrics = Metrics()
-tracer = Tracer()
 processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel)
 
 
-@tracer.capture_method
 def record_handler(record: SqsRecordModel) -> None:
     result = ingest_message(str(record.body), record.messageId, current_pipeline())
     if isinstance(result, Rejected):
@@ -35,7 +33,6 @@ def record_handler(record: SqsRecordModel) -> None:
 
 @logger.inject_lambda_context
 @metrics.log_metrics
-@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return dict(
         process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -13,12 +13,10 @@ from sitemap_updater.service.runtime import current_pipeline
 
 logger = Logger()
 metrics = Metrics()
-tracer = Tracer()
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
-@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     records = event.get("Records", [])
     done, failures = index_batch(records, current_pipeline())

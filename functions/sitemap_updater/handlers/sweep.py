@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sitemap_updater.service.runtime import current_notifiers, current_pipeline
 from sitemap_updater.service.sweep import sweep
 
 logger = Logger()
-tracer = Tracer()
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     done = sweep(current_pipeline(), current_notifiers().http)
     logger.info("sweep done", extra={"requeued": done.requeued, "news_expired": done.news_expired})

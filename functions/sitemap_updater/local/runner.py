@@ -18,8 +18,7 @@ from typing import Any
 
 from sitemap_updater.local.stack import REGION, LocalStack, create_stack, session
 from sitemap_updater.service.index import IndexRebuild
-from sitemap_updater.service.ingest import IngestResult
-from sitemap_updater.service.messages import Rejected
+from sitemap_updater.service.ingest import IngestResult, Rejected
 from sitemap_updater.service.notify import NotifyResult
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import SectionRebuild
@@ -111,13 +110,14 @@ class LocalRun:
         self.settings = Settings.from_env(self.stack.environment)
         self._results: list[object] = []
         extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
-        self.pipeline = Pipeline.connect(self.settings, session(), endpoint_url, observe=self._results.append, **extra)
+        self.pipeline = Pipeline.connect(
+            self.settings, session().client, endpoint_url, observe=self._results.append, **extra
+        )
         self._sqs = session().client("sqs", endpoint_url=endpoint_url)
         self.logs: list[str] = []
         self._arns: dict[str, str] = {}
         self._wave = 0
         self._dead = 0
-        os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "SitemapUpdater")
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "sitemap-updater")
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sitemap_updater.adapters.manifest import PageFields, PageRecord, PageWrite
+from sitemap_updater.adapters.manifest import PageRecord, PageWrite
 from sitemap_updater.core.entry import entry_from_event, w3c_micros
+from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import PageEvent, parse_event, parse_w3c
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
-from sitemap_updater.core.sharding import section_slug
 from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.rebuild import requeue
 
 _ATTEMPTS = 5
 
@@ -31,6 +31,28 @@ class IngestResult:
     change: str | None  # added, updated, removed; None when no page appeared, changed or disappeared
     warnings: tuple[str, ...] = ()
     unknown_fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A malformed event, sent to the dead-letter queue with its reason."""
+
+    reason: str
+    body: str
+
+
+def ingest_message(body: str, message_id: str, pipeline: Pipeline) -> IngestResult | Rejected:
+    """Ingest one SQS message. A malformed event goes straight to the dead-letter queue with its reason
+    (as the ``reason`` message attribute), so it never blocks or fails the rest of its batch."""
+    result: IngestResult | Rejected
+    try:
+        result = ingest(body, pipeline)
+    except EventRejected as exc:
+        reason = str(exc)
+        pipeline.dead_letters.send_raw(body, {"reason": reason[:1000], "source_message_id": message_id})
+        result = Rejected(reason, body)
+    pipeline.observe(result)
+    return result
 
 
 class IngestConflict(RuntimeError):
@@ -82,14 +104,6 @@ def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tupl
     return Outcome.ACCEPTED, write.change or None
 
 
-def requeue(pipeline: Pipeline, page: PageFields) -> None:
-    """Queue the rebuild a recorded change needs (its section, and the one it left), then clear ``pending``."""
-    _mark_dirty(pipeline, page.section, page.url, page.key, page.rank, page.change or None)
-    if page.moved_from:
-        _mark_dirty(pipeline, page.moved_from, page.url, page.key, page.rank, None)
-    pipeline.store.clear_pending(page.url, page.rank)
-
-
 def page_write(state: PageState, old: PageRecord | None = None) -> PageWrite:
     """The items that record a page state (``old``: the state it replaces, to record how it changed)."""
     kind = "live" if state.entry is not None else "deleted"
@@ -137,12 +151,3 @@ def _change(old: PageRecord | None, kind: str) -> str | None:
     if kind == "live":
         return "updated" if was_live else "added"
     return "removed" if was_live else None
-
-
-def _mark_dirty(pipeline: Pipeline, section: str, url: str, key: int, rank: str, change: str | None) -> None:
-    """Queue a rebuild of the section that holds ``key``; one FIFO group per section serialises them."""
-    pipeline.rebuild_queue.send(
-        {"section": section, "url": url, "key": f"{key:016x}", "change": change},
-        group=section_slug(section),
-        dedup=hashlib.sha256(f"{section}|{url}|{rank}".encode()).hexdigest(),
-    )

@@ -7,34 +7,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.service.index import IndexRebuild, rebuild_index
-from sitemap_updater.service.ingest import IngestResult, ingest
 from sitemap_updater.service.notify import Notifiers, NotifyResult, NotifyRetry, notify
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import DirtyMark, SectionRebuild, rebuild_section
-
-
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """A malformed event, sent to the dead-letter queue with its reason."""
-
-    reason: str
-    body: str
-
-
-def ingest_message(body: str, message_id: str, pipeline: Pipeline) -> IngestResult | Rejected:
-    """Ingest one SQS message. A malformed event goes straight to the dead-letter queue with its reason
-    (as the ``reason`` message attribute), so it never blocks or fails the rest of its batch."""
-    result: IngestResult | Rejected
-    try:
-        result = ingest(body, pipeline)
-    except EventRejected as exc:
-        reason = str(exc)
-        pipeline.dead_letters.send_raw(body, {"reason": reason[:1000], "source_message_id": message_id})
-        result = Rejected(reason, body)
-    pipeline.observe(result)
-    return result
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from sitemap_updater.adapters.http import HttpClient, HttpResponse
 from sitemap_updater.adapters.search_console import SearchConsole
-from sitemap_updater.core.events import to_micros
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
 

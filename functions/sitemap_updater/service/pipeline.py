@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sitemap_updater.adapters.cdn import Invalidator
 from sitemap_updater.adapters.manifest import ManifestStore
@@ -14,9 +14,6 @@ from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.urls import Site
 from sitemap_updater.settings import Settings
-
-if TYPE_CHECKING:
-    import boto3
 
 
 def _now() -> datetime:
@@ -48,19 +45,22 @@ class Pipeline:
     def connect(
         cls,
         settings: Settings,
-        session: boto3.session.Session,
+        make_client: Callable[..., Any],
         endpoint_url: str | None = None,
         clock: Callable[[], datetime] = _now,
         observe: Callable[[object], None] | None = None,
     ) -> Pipeline:
-        """Build the clients (optionally against a local endpoint) and the adapters around them."""
+        """Build the clients (optionally against a local endpoint) and the adapters around them.
+
+        ``make_client(service_name, **options)`` makes one AWS client: a boto3 session's ``client`` method, or
+        ``runtime.BotocoreClients().client`` on Lambda."""
         extra: dict[str, Any] = {"endpoint_url": endpoint_url} if endpoint_url else {}
-        sqs = session.client("sqs", **extra)
+        sqs = make_client("sqs", **extra)
         return cls(
             settings=settings,
-            store=ManifestStore(session.client("dynamodb", **extra), settings.manifest_table),
-            bucket=SitemapBucket(session.client("s3", **extra), settings.bucket_name),
-            cdn=Invalidator(session.client("cloudfront", **extra), settings.distribution_id),
+            store=ManifestStore(make_client("dynamodb", **extra), settings.manifest_table),
+            bucket=SitemapBucket(make_client("s3", **extra), settings.bucket_name),
+            cdn=Invalidator(make_client("cloudfront", **extra), settings.distribution_id),
             rebuild_queue=MessageQueue(sqs, settings.rebuild_queue_url),
             index_queue=MessageQueue(sqs, settings.index_queue_url),
             notify_queue=MessageQueue(sqs, settings.notify_queue_url),

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any
 
-from sitemap_updater.core.events import to_micros
+from sitemap_updater.adapters.manifest import PageFields
 from sitemap_updater.core.layout import PublishedFile, range_lastmod
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD, render_urlset
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, section_slug
@@ -277,3 +278,20 @@ def cleanup_mark(section: str, generation: int) -> tuple[dict[str, Any], str, st
     """The message asking a section to delete files the index no longer names: (body, group, dedup)."""
     body = {"section": section, "cleanup": True}
     return body, section_slug(section), hashlib.sha256(f"cleanup|{section}|{generation}".encode()).hexdigest()
+
+
+def requeue(pipeline: Pipeline, page: PageFields) -> None:
+    """Queue the rebuild a recorded change needs (its section, and the one it left), then clear ``pending``."""
+    _mark_dirty(pipeline, page.section, page.url, page.key, page.rank, page.change or None)
+    if page.moved_from:
+        _mark_dirty(pipeline, page.moved_from, page.url, page.key, page.rank, None)
+    pipeline.store.clear_pending(page.url, page.rank)
+
+
+def _mark_dirty(pipeline: Pipeline, section: str, url: str, key: int, rank: str, change: str | None) -> None:
+    """Queue a rebuild of the section that holds ``key``; one FIFO group per section serialises them."""
+    pipeline.rebuild_queue.send(
+        {"section": section, "url": url, "key": f"{key:016x}", "change": change},
+        group=section_slug(section),
+        dedup=hashlib.sha256(f"{section}|{url}|{rank}".encode()).hexdigest(),
+    )

@@ -6,10 +6,10 @@ import hashlib
 from dataclasses import dataclass
 
 from sitemap_updater.adapters.http import HttpClient
-from sitemap_updater.core.events import to_micros
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME, section_slug
-from sitemap_updater.service.ingest import requeue
 from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.rebuild import requeue
 
 
 @dataclass(frozen=True, slots=True)
