@@ -8,13 +8,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pickle
 import platform
 import statistics
 import subprocess
 import sys
 import time
 import zlib
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from bench.pages import write_pages
 from bench.tools import CACHE, ROOT, Run, Tool, images_kept, install, measure, tools, validates
 
 DOC = ROOT / "docs" / "benchmarks.md"
+LAST_RUN = CACHE / "last-run.pickle"
 RUNS = 3
 SIZES = (50_000, 1_000_000)
 INCREMENTAL_PAGES = 1_000_000
@@ -72,6 +74,8 @@ def main() -> int:
                           text=True, check=True)  # fmt: skip
     incremental = json.loads(done.stdout.strip().splitlines()[-1])
     print(json.dumps(incremental))
+    with LAST_RUN.open("wb") as saved:  # so the document's text can be rewritten without measuring again
+        pickle.dump((rows, shards, cold, incremental), saved)
     _write_doc(rows, shards, cold, incremental)
     print(f"wrote {DOC.relative_to(ROOT)}")
     return 0
@@ -84,11 +88,18 @@ def _median(values: list[float]) -> float:
 Row = tuple[int, int, list[tuple[Tool, list[Run], int, str]], float, float]
 
 
-def _write_doc(rows: list[Row], shards: list[dict[str, float]], cold: list[Any], incremental: dict[str, Any]) -> None:
+def _write_doc(
+    rows: list[Row],
+    shards: list[dict[str, float]],
+    cold: list[Any],
+    incremental: dict[str, Any],
+    day: date | None = None,
+) -> None:
     lines = [
         "# Benchmarks",
         "",
-        f"Measured by `make bench` on {datetime.now(UTC):%Y-%m-%d}: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Measured by `make bench` on {day or datetime.now(UTC).date():%Y-%m-%d}: {platform.machine()}, "
+        f"{os.cpu_count()} cores, "
         f"Python {platform.python_version()}, Node {_node_version()}. Median of {RUNS} runs each (one run where "
         "marked); figures are recorded, never asserted. Every tool runs as a child process on the same machine in "
         "the same run; CPU is user + system time of the process tree, peak RSS the largest resident set of any of "
@@ -253,5 +264,14 @@ def _node_version() -> str:
     return done.stdout.strip() or "?"
 
 
+def rewrite_doc() -> int:
+    """Write docs/benchmarks.md again from the figures of the last run (after editing FINDINGS)."""
+    with LAST_RUN.open("rb") as source:
+        rows, shards, cold, incremental = pickle.load(source)  # our own file in bench/.cache
+    _write_doc(rows, shards, cold, incremental, datetime.fromtimestamp(LAST_RUN.stat().st_mtime, UTC).date())
+    print(f"wrote {DOC.relative_to(ROOT)} from {LAST_RUN.relative_to(ROOT)}")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(rewrite_doc() if sys.argv[1:] == ["--doc-only"] else main())
