@@ -100,9 +100,11 @@ class LineParser:
         kind = TYPE_ALIASES.get(data["type"])
         url = data["url"]
         if self._site.is_canonical(url):
-            # default_section of a URL with no query or escape: the first of several path segments
+            # default_section of a URL with no escape: the first of several path segments (none before a query)
             slash = url.find("/", self._path_at)
             segment = url[self._path_at : slash] if slash > self._path_at else ROOT_SECTION
+            if "?" in segment:
+                segment = ROOT_SECTION
         else:
             url = self._canonical(url)
             segment = None

@@ -47,17 +47,26 @@ class Site:
     netloc: str
     session_params: frozenset[str] = field(default=DEFAULT_SESSION_PARAMS)
     _canonical: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _canonical_query: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # URLs already in canonical form (the common case) are recognised by one match and kept as they are.
         prefix = re.escape(f"{self.scheme}://{self.netloc}")
         object.__setattr__(self, "_canonical", re.compile(rf"{prefix}{_CLEAN_PATH.pattern}"))
+        query = _CLEAN_QUERY.pattern[:-1] + "+"
+        object.__setattr__(self, "_canonical_query", re.compile(rf"{prefix}{_CLEAN_PATH.pattern}\?({query})"))
 
     def is_canonical(self, url: str) -> bool:
         """True when ``url`` is on this site and needs no change at all (checked without parsing)."""
-        if len(url) > MAX_URL_LENGTH or "/." in url or ";" in url or "?" in url:
+        if len(url) > MAX_URL_LENGTH or "/." in url or ";" in url:
             return False
-        return self._canonical.fullmatch(url) is not None
+        if "?" not in url:
+            return self._canonical.fullmatch(url) is not None
+        match = self._canonical_query.fullmatch(url)
+        if match is None:
+            return False
+        names = self.session_params
+        return not any(pair.split("=", 1)[0].lower() in names for pair in match.group(1).split("&"))
 
     @classmethod
     def parse(cls, base_url: str, session_params: frozenset[str] | None = None) -> Site:
