@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from sitemap_updater.core.events import event_json_schema
@@ -30,3 +33,23 @@ def test_core_imports_no_io_layer() -> None:
                 names = [node.module]
             for name in names:
                 assert not any(name == f or name.startswith(f + ".") for f in forbidden), f"{path.name} imports {name}"
+
+
+HANDLERS = ("ingest", "rebuild_shard", "rebuild_index", "notify", "sweep")
+# Modules a handler must not load at cold start: each costs every new Lambda container 40-240 ms
+# (docs/benchmarks.md). Only the ingest path needs the event models.
+HEAVY = {"boto3": HANDLERS, "s3transfer": HANDLERS, "aws_xray_sdk": HANDLERS,
+         "sitemap_updater.core.events": tuple(h for h in HANDLERS if h != "ingest")}  # fmt: skip
+
+
+def test_handlers_load_only_what_their_cold_start_needs() -> None:
+    # Given each handler module imported in a fresh interpreter
+    loaded: dict[str, set[str]] = {}
+    for handler in HANDLERS:
+        probe = f"import json, sys; import sitemap_updater.handlers.{handler}; print(json.dumps(sorted(sys.modules)))"
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                              env={**os.environ, "POWERTOOLS_SERVICE_NAME": "test"})  # fmt: skip
+        loaded[handler] = set(json.loads(done.stdout))
+    # Then none of them loads the heavy modules it does not need
+    found = [(h, module) for module, handlers in HEAVY.items() for h in handlers if module in loaded[h]]
+    assert found == []
