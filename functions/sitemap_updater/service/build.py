@@ -1,8 +1,9 @@
 """Full build: a JSONL export of page events in, every sitemap file and the index out.
 
-Memory stays flat whatever the number of pages: events are validated and rendered in parallel chunks,
-spilled to disk in 64 buckets of the key space, reduced to the newest state per URL bucket by bucket,
-and each file is rendered from only the records in its key range.
+Memory stays flat whatever the number of pages: events are validated and rendered in parallel chunks (the
+common shape by ``core.fastline``, the rest by the event models), spilled to disk in 64 buckets of the key
+space, reduced to the newest state per URL bucket by bucket, and each file is gzipped from the contiguous run
+of ``<url>`` elements its key range covers (or rendered from its records where news may show).
 """
 
 from __future__ import annotations
@@ -193,8 +194,10 @@ def _reduce_bucket(
             deleted[record[SECTION].decode("utf-8", "surrogatepass")].append((record[KEY], record[MOMENT]))
     sections: dict[str, _BucketSection] = {}
     offset = xml_offset = 0
-    records_file = _bucket_path(spill_dir, bucket, "bin").open("wb")
-    with records_file as out, _bucket_path(spill_dir, bucket, "xml").open("wb") as xml:
+    with (
+        _bucket_path(spill_dir, bucket, "bin").open("wb") as out,
+        _bucket_path(spill_dir, bucket, "xml").open("wb") as xml,
+    ):
         for section in sorted(live):
             records = sorted(live[section])  # by key, then URL
             # Records are kept only where news may show: other files are made of the <url> elements alone.
@@ -358,8 +361,8 @@ def _parse_all(
 
 
 def _reduce_all(executor: Executor, chunks: list[_ChunkResult], spill: str) -> dict[str, _SectionRuns]:
-    news_sections = {name.encode("utf-8", "surrogatepass") for chunk in chunks for name in chunk.news_sections}
     """Phase 2: the newest state per URL, bucket by bucket; collect each section's sorted keys and sizes."""
+    news_sections = {name.encode("utf-8", "surrogatepass") for chunk in chunks for name in chunk.news_sections}
     futures = [
         executor.submit(
             _reduce_bucket, bucket, [(c.path, *c.bucket_spans[bucket]) for c in chunks], news_sections, spill
@@ -391,7 +394,8 @@ def _render_all(
     out_dir: Path,
     result: BuildResult,
 ) -> list[IndexItem]:
-    """Phase 3: plan each section's files and render them from the records in their key ranges."""
+    """Phase 3: plan each section's files and render them: gzip over their runs of ``<url>`` elements, or from
+    their records where news may show."""
     items: list[IndexItem] = []
     futures = []
     for section in sorted(sections):
