@@ -63,21 +63,22 @@ _IMAGE = cs.typed_dict_schema(
 )
 # The common shape, checked in one pass by pydantic-core: exact JSON types (nothing the models would coerce),
 # no field the models do not know, the models' bounds; optional fields may be null where the models allow it.
-_SHAPE_SCHEMA = cs.typed_dict_schema(
-    {
-        "type": _field(_strict_text(), required=True),
-        "url": _field(_strict_text(min_length=1), required=True),
-        "occurred_at": _field(_strict_text(), required=True),
-        "version": _field(cs.int_schema(strict=True, ge=0, le=MAX_VERSION)),
-        "lastmod": _field(_strict_text()),
-        "changefreq": _field(cs.literal_schema(list(get_args(ChangeFreq)))),
-        "priority": _field(cs.float_schema(strict=True, ge=0.0, le=1.0, allow_inf_nan=False)),
-        "section": _field(_strict_text(min_length=1, max_length=100)),
-        "images": cs.typed_dict_field(cs.list_schema(_IMAGE, max_length=MAX_IMAGES), required=False),
-    },
-    extra_behavior="forbid",
+_SHAPE = SchemaValidator(
+    cs.typed_dict_schema(
+        {
+            "type": _field(_strict_text(), required=True),
+            "url": _field(_strict_text(min_length=1), required=True),
+            "occurred_at": _field(_strict_text(), required=True),
+            "version": _field(cs.int_schema(strict=True, ge=0, le=MAX_VERSION)),
+            "lastmod": _field(_strict_text()),
+            "changefreq": _field(cs.literal_schema(list(get_args(ChangeFreq)))),
+            "priority": _field(cs.float_schema(strict=True, ge=0.0, le=1.0, allow_inf_nan=False)),
+            "section": _field(_strict_text(min_length=1, max_length=100)),
+            "images": cs.typed_dict_field(cs.list_schema(_IMAGE, max_length=MAX_IMAGES), required=False),
+        },
+        extra_behavior="forbid",
+    )
 )
-_SHAPE = SchemaValidator(_SHAPE_SCHEMA)
 
 
 class LineParser:

@@ -98,7 +98,8 @@ def render_urlset(entries: Sequence[Entry], as_of_us: int, level: int = GZIP_LEV
         flags = 0
         for entry in entries:
             flags |= entry.flags
-        return render_bodies([e.body for e in entries], flags, level)
+        runs = [URL_CLOSE.join([e.body for e in entries]), URL_CLOSE] if entries else []
+        return render_elements(runs, len(entries), flags, level)
     flags = FLAG_NEWS
     parts: list[bytes] = []
     for index, entry in enumerate(entries):
@@ -109,12 +110,6 @@ def render_urlset(entries: Sequence[Entry], as_of_us: int, level: int = GZIP_LEV
         parts.append(URL_CLOSE)
     news_until = min(entries[i].news_us for i in with_news) + NEWS_WINDOW_US
     return _gzip_urlset(flags, parts, len(entries), level, news_until)
-
-
-def render_bodies(bodies: Sequence[bytes], flags: int, level: int = GZIP_LEVEL) -> RenderedFile:
-    """Render a file that shows no news from its entries' bodies, in order; ``flags`` are theirs OR-ed."""
-    parts = [URL_CLOSE.join(bodies), URL_CLOSE] if bodies else []
-    return _gzip_urlset(flags, parts, len(bodies), level, 0)
 
 
 def render_elements(runs: list[bytes], count: int, flags: int, level: int = GZIP_LEVEL) -> RenderedFile:
