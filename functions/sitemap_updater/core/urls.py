@@ -16,12 +16,12 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _SUB_DELIMS = "!$&'()*+,;="
 _PATH_SAFE = frozenset(_UNRESERVED | set(_SUB_DELIMS) | set(":@/"))
 _QUERY_SAFE = frozenset(_PATH_SAFE | set("?"))
-_HEX = frozenset("0123456789abcdefABCDEF")
 # Path and query already in canonical form: only allowed characters, no escapes to normalise.
 _CLEAN_PATH = re.compile(r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
 _CLEAN_QUERY = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*")
+_NON_EMPTY_QUERY = _CLEAN_QUERY.pattern[:-1] + "+"
 # An http(s) URL with a lower-case host name, no port or user info, and a clean path and non-empty query.
-_CLEAN_MEDIA = re.compile(rf"https?://[a-z0-9][a-z0-9.-]*{_CLEAN_PATH.pattern}(?:\?{_CLEAN_QUERY.pattern[:-1]}+)?")
+_CLEAN_MEDIA = re.compile(rf"https?://[a-z0-9][a-z0-9.-]*{_CLEAN_PATH.pattern}(?:\?{_NON_EMPTY_QUERY})?")
 
 
 class UrlError(ValueError):
@@ -53,8 +53,8 @@ class Site:
         # URLs already in canonical form (the common case) are recognised by one match and kept as they are.
         prefix = re.escape(f"{self.scheme}://{self.netloc}")
         object.__setattr__(self, "_canonical", re.compile(rf"{prefix}{_CLEAN_PATH.pattern}"))
-        query = _CLEAN_QUERY.pattern[:-1] + "+"
-        object.__setattr__(self, "_canonical_query", re.compile(rf"{prefix}{_CLEAN_PATH.pattern}\?({query})"))
+        with_query = rf"{prefix}{_CLEAN_PATH.pattern}\?({_NON_EMPTY_QUERY})"
+        object.__setattr__(self, "_canonical_query", re.compile(with_query))
 
     def is_canonical(self, url: str) -> bool:
         """True when ``url`` is on this site and needs no change at all (checked without parsing)."""
