@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -80,11 +80,15 @@ def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tupl
         if kept.digest == old.digest:
             state = kept
     if old is not None:
+        if old.pending:
+            # A crash after recording but before queueing: queue it now, before anything overwrites the state.
+            # A newer write would record only the section *it* leaves, so a section the pending change left
+            # would never be rebuilt and would keep listing the page.
+            requeue(pipeline, old)
+            old = replace(old, pending=False)
         if state.rank < old.rank:
             return Outcome.STALE, None
         if state.rank == old.rank:
-            if old.pending:  # a crash after recording but before queueing: queue it now
-                requeue(pipeline, old)
             return Outcome.NOOP, None
     write = page_write(state, old)
     unchanged = (
