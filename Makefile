@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TOOLS  := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: venv test lint typecheck unit demo bench soak schema clean
+.PHONY: venv test lint typecheck unit lock demo bench soak schema clean
 
 venv: $(STAMP)
 
@@ -29,14 +29,23 @@ lint: venv $(TOOLS_STAMP)
 	$(BIN)/cfn-lint template.yaml
 	$(TOOLS)/bin/checkov --file template.yaml --framework cloudformation --quiet --compact 2>/dev/null
 
+# Python 3.11 (the floor, what runs here) for everything, then the functions once more as Lambda's Python 3.12.
 typecheck: venv
 	$(BIN)/mypy
+	$(BIN)/mypy --python-version 3.12 functions
 
 unit: venv
 	$(BIN)/pytest tests/unit -q
 
 test: lint typecheck
 	$(BIN)/pytest -q
+
+# Re-lock the functions' dependencies after editing functions/requirements.in (exact versions and every wheel's
+# hash, for Python 3.11+ on any platform: Lambda's arm64 3.12 and this machine). Pins are kept unless the input
+# needs others; `make lock LOCK_ARGS=--upgrade` moves everything to the newest versions.
+lock: venv
+	$(BIN)/uv pip compile --quiet --universal --generate-hashes --python-version 3.11 \
+	    --custom-compile-command 'make lock' $(LOCK_ARGS) functions/requirements.in -o functions/requirements.txt
 
 schema: venv
 	$(BIN)/sitemap-updater schema > docs/event.schema.json

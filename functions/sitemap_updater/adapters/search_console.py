@@ -14,21 +14,28 @@ if TYPE_CHECKING:
 
 SCOPE = "https://www.googleapis.com/auth/webmasters"
 API = "https://www.googleapis.com/webmasters/v3"
+TOKEN_TIMEOUT_S = 20.0
 
 
 def service_account_token(secrets: SecretsManagerClient, secret_arn: str) -> Callable[[], str]:
-    """An access-token provider from service-account JSON kept in Secrets Manager (google-auth)."""
-    from google.auth.transport.requests import Request
+    """An access-token provider from service-account JSON kept in Secrets Manager (google-auth).
+
+    Tokens are minted over google-auth's urllib3 transport: urllib3 already ships with botocore, and
+    ``requests`` is in neither the function package nor the Lambda runtime."""
+    import urllib3
+    from google.auth.transport.urllib3 import Request
     from google.oauth2 import service_account
 
     info = json.loads(secrets.get_secret_value(SecretId=secret_arn)["SecretString"])
     credentials = service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
         info, scopes=[SCOPE]
     )
+    http = urllib3.PoolManager(timeout=urllib3.Timeout(total=TOKEN_TIMEOUT_S))
+    request = Request(http)  # type: ignore[no-untyped-call]
 
     def token() -> str:
         if not credentials.valid:
-            credentials.refresh(Request())
+            credentials.refresh(request)
         return str(credentials.token)
 
     return token

@@ -1,0 +1,271 @@
+"""The tested package is the deployed package: built as `sam build` builds it, run with nothing else importable.
+
+The package is ``functions/requirements.txt`` installed with its hashes into an empty folder plus the
+``sitemap_updater`` sources. Each handler then runs in a fresh base interpreter (``-I -S``: no site-packages),
+as a cold Lambda container would, against moto and local HTTP receivers: ingest, shard rebuild, index
+rebuild, notify (IndexNow, and Search Console with a token minted by google-auth) and the sweep.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import logging
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from moto.server import ThreadedMotoServer
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+from sitemap_updater.local.runner import _sqs_record
+from sitemap_updater.local.stack import REGION, LocalStack, create_stack, session
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIREMENTS = ROOT / "functions" / "requirements.txt"
+DRIVER = Path(__file__).with_name("driver.py")
+# The interpreter under the dev venv: its own site-packages are left out by -S.
+BASE_PYTHON = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+KEY = "package-test-key-0001"
+TOKEN = "package-test-access-token"
+CLIENT_EMAIL = "sitemaps@package-test.iam.gserviceaccount.com"
+SCHEDULED = {  # the hourly EventBridge schedule's event
+    "version": "0", "id": "7bf73129-1428-4cd3-a780-95db273d1602", "detail-type": "Scheduled Event",
+    "source": "aws.events", "account": "123456789012", "time": "2026-11-20T11:00:00Z", "region": "us-east-1",
+    "resources": ["arn:aws:events:us-east-1:123456789012:rule/package-test-hourly"], "detail": {},
+}  # fmt: skip
+
+
+def locked() -> dict[str, str]:
+    """Package name -> pinned version, from the lock."""
+    pins = re.findall(r"^([A-Za-z0-9._-]+)==([^\s;]+)", REQUIREMENTS.read_text(encoding="utf-8"), re.MULTILINE)
+    return {canonicalize_name(name): version for name, version in pins}
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The function package: the locked wheels (hashes checked, no resolver, no dev extras) and the sources."""
+    target = tmp_path_factory.mktemp("package")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--require-hashes", "--no-deps", "--only-binary=:all:"]
+    done = subprocess.run(
+        [*pip, "--no-compile", "--target", str(target), "-r", str(REQUIREMENTS)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    shutil.copytree(ROOT / "functions" / "sitemap_updater", target / "sitemap_updater",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    return target
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[HTTPServer]:
+    """The site (robots.txt), the IndexNow endpoint, Google's token endpoint and the Search Console API."""
+    server = HTTPServer(host="127.0.0.1", port=0)
+    server.start()
+    yield server
+    server.clear()
+    server.stop()
+
+
+class Functions:
+    """The stack's functions, each invoked in its own interpreter with only the package importable."""
+
+    def __init__(self, package: Path, stack: LocalStack, env: dict[str, str], work: Path) -> None:
+        self._package, self._stack, self._env, self._work = package, stack, env, work
+        self._sqs = session().client("sqs", endpoint_url=stack.endpoint_url)
+        self.invoked: list[str] = []
+
+    def invoke(self, handler: str, event: dict[str, Any]) -> Any:
+        event_file, result_file = self._work / "event.json", self._work / "result.json"
+        event_file.write_text(json.dumps(event), encoding="utf-8")
+        result_file.unlink(missing_ok=True)
+        command = [str(BASE_PYTHON), "-I", "-S", "-B", str(DRIVER), str(self._package), handler]
+        done = subprocess.run([*command, str(event_file), str(result_file)], env=self._env, capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, f"{handler} failed in the built package:\n{done.stderr[-6000:]}"
+        result = json.loads(result_file.read_text(encoding="utf-8"))
+        assert result["foreign_modules"] == [], f"{handler} loaded modules from outside the package"
+        self.invoked.append(handler.split(".")[-2])
+        return result["response"]
+
+    def drain(self) -> None:
+        """Feed each SQS-triggered function from its queue, in the template's batch sizes, until all are empty."""
+        for _ in range(10):
+            progressed = False
+            for source in self._stack.sources:
+                received = self._sqs.receive_message(
+                    QueueUrl=source.queue_url, MaxNumberOfMessages=min(source.batch_size, 10),
+                    AttributeNames=["All"], MessageAttributeNames=["All"], WaitTimeSeconds=0,
+                ).get("Messages", [])  # fmt: skip
+                if not received:
+                    continue
+                arn = self._sqs.get_queue_attributes(QueueUrl=source.queue_url, AttributeNames=["QueueArn"])
+                records = [_sqs_record(m, arn["Attributes"]["QueueArn"]) for m in received]
+                response = self.invoke(source.handler, {"Records": records})
+                assert response.get("batchItemFailures") == [], f"{source.function}: {response}"
+                entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(received)]
+                self._sqs.delete_message_batch(QueueUrl=source.queue_url, Entries=entries)  # type: ignore[arg-type]
+                progressed = True
+            if not progressed:
+                return
+        raise AssertionError("the queues did not drain")
+
+
+def service_account(token_uri: str) -> tuple[dict[str, str], rsa.RSAPublicKey]:
+    """A service-account JSON key as Google issues it, with a fresh RSA key."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()  # fmt: skip
+    info = {"type": "service_account", "project_id": "package-test", "private_key_id": "key-1", "private_key": pem,
+            "client_email": CLIENT_EMAIL, "client_id": "1", "token_uri": token_uri}  # fmt: skip
+    return info, key.public_key()
+
+
+def jwt_claims(assertion: str, public_key: rsa.RSAPublicKey) -> dict[str, Any]:
+    """The claims of an RS256 JWT, after checking its signature."""
+
+    def decode(part: str) -> bytes:
+        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+    header, claims, signature = assertion.split(".")
+    public_key.verify(decode(signature), f"{header}.{claims}".encode(), padding.PKCS1v15(), hashes.SHA256())
+    return dict(json.loads(decode(claims)))
+
+
+def test_every_function_runs_from_the_built_package(
+    package: Path, moto_endpoint: str, site: HTTPServer, tmp_path: Path
+) -> None:
+    # Given a stack from template.yaml, a Search Console secret, and the site and search engines on 127.0.0.1
+    base = f"http://127.0.0.1:{site.port}"
+    info, public_key = service_account(f"{base}/token")
+    secrets = session().client("secretsmanager", endpoint_url=moto_endpoint)
+    secret_arn = secrets.create_secret(Name="package-test-search-console", SecretString=json.dumps(info))["ARN"]
+    parameters = {"SiteUrl": base, "IndexNowKey": KEY, "SearchConsoleSecretArn": secret_arn, "RobotsCheck": "true"}
+    stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-test")
+    env = {
+        **stack.environment,
+        "INDEXNOW_ENDPOINT": f"{base}/indexnow",
+        "SEARCH_CONSOLE_API": f"{base}/webmasters/v3",
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    token_requests: list[dict[str, list[str]]] = []
+    indexnow: list[Any] = []
+    submitted: list[str] = []
+
+    def mint(request: Request) -> Response:
+        token_requests.append(parse_qs(request.get_data(as_text=True)))
+        body = {"access_token": TOKEN, "expires_in": 3600, "token_type": "Bearer"}
+        return Response(json.dumps(body), status=200, content_type="application/json")
+
+    def accept(request: Request) -> Response:
+        indexnow.append(json.loads(request.data))
+        return Response(status=202)
+
+    def submit(request: Request) -> Response:
+        submitted.append(request.headers["Authorization"])
+        return Response(status=204)
+
+    site.expect_request("/token", method="POST").respond_with_handler(mint)
+    site.expect_request("/indexnow", method="POST").respond_with_handler(accept)
+    feed = f"/webmasters/v3/sites/{base}//sitemaps/{base}/sitemap.xml"  # as the receiver decodes the path
+    site.expect_request(feed, method="PUT").respond_with_handler(submit)
+    site.expect_request("/robots.txt", method="GET").respond_with_data(f"Sitemap: {base}/sitemap.xml\n")
+    page = f"{base}/blog/hello"
+    event = {"type": "upsert", "url": page, "occurred_at": "2026-11-20T10:00:00Z", "version": 1}
+    sqs = session().client("sqs", endpoint_url=moto_endpoint)
+    sqs.send_message(QueueUrl=stack.queue_url("IngestQueue"), MessageBody=json.dumps(event))
+
+    # When each function runs from the package: the SQS-triggered ones until their queues are empty, then the sweep
+    functions = Functions(package, stack, env, tmp_path)
+    functions.drain()
+    swept = functions.invoke("sitemap_updater.handlers.sweep.handler", SCHEDULED)
+
+    # Then every function ran, and the site has its sitemap file and index
+    assert set(functions.invoked) == {"ingest", "rebuild_shard", "rebuild_index", "notify", "sweep"}
+    s3 = session().client("s3", endpoint_url=moto_endpoint)
+    bucket = stack.physical["SitemapBucket"]
+    names = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
+    files = [n for n in names if n.startswith("sitemap-blog-") and n.endswith(".xml.gz")]
+    assert len(files) == 1 and names == sorted([f"{KEY}.txt", "sitemap.xml", *files])
+    assert f"<loc>{page}</loc>" in gzip.decompress(s3.get_object(Bucket=bucket, Key=files[0])["Body"].read()).decode()
+    index = s3.get_object(Bucket=bucket, Key="sitemap.xml")["Body"].read().decode()
+    assert f"<loc>{base}/{files[0]}</loc>" in index
+    # and IndexNow got exactly the changed URL
+    host = f"127.0.0.1:{site.port}"
+    assert indexnow == [{"host": host, "key": KEY, "keyLocation": f"{base}/{KEY}.txt", "urlList": [page]}]
+    # and Google's token endpoint got a JWT signed with the service account's key, whose token Search Console got
+    assert token_requests, "no access token was requested"
+    for form in token_requests:
+        assert form["grant_type"] == ["urn:ietf:params:oauth:grant-type:jwt-bearer"]
+        claims = jwt_claims(form["assertion"][0], public_key)
+        assert claims["iss"] == CLIENT_EMAIL
+        assert claims["scope"] == "https://www.googleapis.com/auth/webmasters"
+    assert submitted == [f"Bearer {TOKEN}"]
+    # and the sweep read robots.txt and found nothing to do
+    assert swept == {"requeued": 0, "news_expired": 0}
+    assert [r.path for r, _ in site.log if r.path == "/robots.txt"] == ["/robots.txt"]
+    site.check_assertions()
+
+
+def test_the_lock_has_a_lambda_wheel_for_every_package(tmp_path: Path) -> None:
+    # Given the lock, when pip fetches what an arm64 Python 3.12 Lambda needs, as `sam build` asks for it
+    # (manylinux2014: sam build takes no newer glibc tag for python3.12)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--require-hashes",
+         "--platform", "manylinux2014_aarch64", "--python-version", "3.12", "--implementation", "cp",
+         "--abi", "cp312", "-r", str(REQUIREMENTS), "-d", str(tmp_path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    # Then every locked package has a wheel whose hash is in the lock
+    assert done.returncode == 0, done.stderr
+    wheels = {parse_wheel_filename(p.name)[0]: str(parse_wheel_filename(p.name)[1]) for p in tmp_path.glob("*.whl")}
+    assert wheels == locked()
+
+
+def test_the_lock_satisfies_requirements_in() -> None:
+    # Given what requirements.in asks for and what the lock pins
+    wanted = [
+        Requirement(line.split("#")[0].strip())
+        for line in (ROOT / "functions" / "requirements.in").read_text(encoding="utf-8").splitlines()
+        if line.split("#")[0].strip()
+    ]
+    pins = locked()
+    # Then every requirement is pinned at a version it allows (requirements.in edited without `make lock` fails)
+    for requirement in wanted:
+        name = canonicalize_name(requirement.name)
+        assert name in pins and requirement.specifier.contains(pins[name]), f"{requirement}: run `make lock`"
+    # and pyproject.toml asks for the same (plus boto3, which only the CLI uses)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert sorted(map(str, wanted)) == sorted(str(Requirement(r)) for r in project if not r.startswith("boto3"))
+    # and every pin has a hash
+    blocks = re.split(r"\n(?=[A-Za-z0-9])", REQUIREMENTS.read_text(encoding="utf-8"))
+    assert all("--hash=sha256:" in block for block in blocks if "==" in block)
