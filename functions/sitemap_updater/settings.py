@@ -20,6 +20,7 @@ _ENV = {
     "index_queue_url": "INDEX_QUEUE_URL",
     "notify_queue_url": "NOTIFY_QUEUE_URL",
     "ingest_dlq_url": "INGEST_DLQ_URL",
+    "ingest_max_receive_count": "INGEST_MAX_RECEIVE_COUNT",
     "indexnow_key": "INDEXNOW_KEY",
     "indexnow_endpoint": "INDEXNOW_ENDPOINT",
     "indexnow_window_seconds": "INDEXNOW_WINDOW_SECONDS",
@@ -53,6 +54,9 @@ class Settings(BaseModel):
     index_queue_url: Name
     notify_queue_url: Name
     ingest_dlq_url: Name
+    # The ingest queue's maxReceiveCount: on that receive a failing event goes to the dead-letter queue with its
+    # error as the reason (SQS's own redrive would move it without one). 0: leave it to SQS.
+    ingest_max_receive_count: Annotated[int, Field(ge=0, le=1000)] = 0
     # Notifications. IndexNow is off without a key; Search Console is off without a secret.
     indexnow_key: Annotated[str, Field(pattern=r"^([a-zA-Z0-9-]{8,128})?$")] = ""
     indexnow_endpoint: Annotated[str, Field(pattern=r"^https?://")] = INDEXNOW_ENDPOINT

@@ -1,9 +1,11 @@
 """In-memory AWS for the simulation. Every method that is one AWS call in the real adapter is one atomic
 step here, made through :meth:`Scheduler.point` (where faults strike and other invocations interleave).
 
-The DynamoDB store fakes ``ManifestStore`` method by method with the same conditions; S3 is faked at the
-client level, so the real compare-and-swap ``SitemapBucket.publish`` (HEAD, then a conditional PUT) runs.
-The real adapters are exercised against moto in ``tests/integration``."""
+The DynamoDB store fakes ``ManifestStore`` method by method with the same conditions, except the transaction
+and the batch calls, which are faked at the client level (``tests/sim/dynamo.py``) so that the real code reads
+their cancellation reasons and unprocessed items. S3 is faked at the client level, so the real compare-and-swap
+``SitemapBucket.publish`` (HEAD, then a conditional PUT) runs. The error shapes AWS answers with are drawn in
+``tests/sim/faults.py``. The real adapters are exercised against moto in ``tests/integration``."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
+from tests.sim.dynamo import FakeDynamoClient, check_key
 from tests.sim.scheduler import Clock, Scheduler
 
 
@@ -35,8 +38,7 @@ def _client_error(code: str, operation: str) -> ClientError:
 class FakeStore(ManifestStore):
     """The manifest table as dictionaries; conditions as in :class:`ManifestStore`."""
 
-    def __init__(self, sched: Scheduler) -> None:  # no client: every method is overridden
-        self.table = "sim-manifest"
+    def __init__(self, sched: Scheduler, clock: Clock) -> None:
         self._sched = sched
         self.pages: dict[str, PageRecord] = {}
         self.manifest: dict[str, dict[str, bytes]] = {}
@@ -44,12 +46,23 @@ class FakeStore(ManifestStore):
         self.file_records: dict[tuple[str, int], PublishedFile] = {}
         self.index: tuple[str, int] | None = None
         self.sent: dict[tuple[str, str], tuple[int, SentRecord]] = {}
+        self.waited_s = 0.0
+
+        def sleep(seconds: float) -> None:  # a backoff passes virtual time
+            clock.now += seconds
+            self.waited_s += seconds
+
+        super().__init__(FakeDynamoClient(self), "sim-manifest", sleep=sleep)  # type: ignore[arg-type]
 
     def _call(self, name: str, call: Callable[[], Any]) -> Any:
         return self._sched.point(f"dynamodb.{name}", call)
 
     def get_page(self, url: str) -> PageRecord | None:
-        return self._call("get_item", lambda: self.pages.get(url))  # type: ignore[no-any-return]
+        def get() -> PageRecord | None:
+            check_key({"pk": {"S": f"page#{url}"}, "sk": {"S": "state"}}, "GetItem")
+            return self.pages.get(url)
+
+        return self._call("get_item", get)  # type: ignore[no-any-return]
 
     def _rank_holds(self, url: str, expected: str | None) -> bool:
         page = self.pages.get(url)
@@ -60,25 +73,9 @@ class FakeStore(ManifestStore):
         return PageRecord(write.url, write.rank, write.kind, write.section, write.key, write.digest, write.lastmod,
                           write.change, write.moved_from, pending)  # fmt: skip
 
-    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None) -> bool:
-        def transaction() -> bool:
-            if not self._rank_holds(write.url, expected_rank):
-                return False
-            self.pages[write.url] = self._record(write, True)
-            sort_key = entry_sort_key(write.key, write.url)
-            self.manifest.setdefault(write.section, {})[sort_key] = write.record
-            touched = [write.section]
-            if old_section is not None and old_section != write.section:
-                self.manifest.get(old_section, {}).pop(sort_key, None)
-                touched.append(old_section)
-            for section in touched:
-                self.seqs[section] = self.seqs.get(section, 0) + 1
-            return True
-
-        return bool(self._call("transact_write_items", transaction))
-
     def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
         def put() -> bool:
+            check_key({"pk": {"S": f"page#{write.url}"}, "sk": {"S": "state"}}, "PutItem")
             if not self._rank_holds(write.url, expected_rank):
                 return False
             self.pages[write.url] = self._record(write, False)
@@ -172,20 +169,6 @@ class FakeStore(ManifestStore):
 
     def delete_file(self, published: PublishedFile, state: str) -> bool:
         return self._conditional_update("delete_item", published, lambda f: f.state == state, lambda f: None)
-
-    def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
-        def read() -> dict[str, SentRecord]:
-            found = {u: self.sent[(u, channel)] for u in urls if (u, channel) in self.sent}
-            return {u: record for u, (expires, record) in found.items() if expires > now_s}
-
-        return dict(self._call("batch_get_item", read))
-
-    def mark_sent(self, digests: dict[str, str], channel: str, quiet_until_s: int, expires_at_s: int) -> None:
-        def write() -> None:
-            for url, digest in digests.items():
-                self.sent[(url, channel)] = (expires_at_s, SentRecord(quiet_until_s, digest))
-
-        self._call("batch_write_item", write)
 
     def next_index_generation(self) -> int:
         def add() -> int:

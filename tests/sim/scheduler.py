@@ -7,18 +7,14 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
+from tests.sim.faults import Faults, InjectedFault, LambdaDied
+
+__all__ = ["Clock", "Faults", "InjectedFault", "LambdaDied", "Scheduler", "Task"]
+
 T = TypeVar("T")
-
-
-class InjectedFault(RuntimeError):
-    """An AWS call failed or timed out: the code sees an exception and may handle it."""
-
-
-class LambdaDied(BaseException):
-    """The invocation stopped (timeout, out of memory, runtime crash): nothing after this line runs."""
 
 
 @dataclass
@@ -26,28 +22,6 @@ class Clock:
     """Virtual seconds since the start of the simulation."""
 
     now: float = 0.0
-
-
-@dataclass
-class Faults:
-    """Where and how often AWS calls fail. ``enabled`` is switched off for an invocation whose messages are on
-    their last receive (faults are transient; persistent ones end in a dead-letter queue and an alarm)."""
-
-    rng: random.Random
-    rate: float
-    death_share: float = 0.3
-    injected: dict[str, int] = field(default_factory=dict)
-
-    def maybe(self, where: str, enabled: bool) -> None:
-        if not enabled or self.rate <= 0 or self.rng.random() >= self.rate:
-            return
-        died = self.rng.random() < self.death_share
-        kind = "died" if died else "raised"
-        self.injected[kind] = self.injected.get(kind, 0) + 1
-        self.injected[where] = self.injected.get(where, 0) + 1
-        if died:
-            raise LambdaDied(where)
-        raise InjectedFault(where)
 
 
 class Task:
@@ -118,6 +92,10 @@ class Scheduler:
             self.tasks.remove(task)
             return task
         return None
+
+    def faults_on(self) -> bool:
+        """Whether transient faults may strike the running task (none outside tasks, none on a last try)."""
+        return self._current is not None and self._current.faults_enabled
 
     def current_name(self) -> str:
         return self._current.name if self._current is not None else ""

@@ -170,7 +170,7 @@ class Simulation:
         env = {key: _resolve(value, params, physical) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
         settings = Settings.from_env(env)
-        self.store = FakeStore(self.sched)
+        self.store = FakeStore(self.sched, self.clock)
         self.s3 = FakeS3(self.sched, watch=self._watch)
         self.cdn = FakeCdn(self.sched)
         self.http = FakeIndexNow(self.sched, random.Random(self.config.seed * 31 + 3), self.config.busy_rate)
@@ -262,7 +262,7 @@ class Simulation:
         self.result.events_sent = len(sends)
         malformed = {body for _, body, _ in sends if body in MALFORMED}
         running: dict[Task, _Running] = {}
-        use_pipeline(self.pipeline, Notifiers(self.http, None, sleep=lambda _s: None))
+        use_pipeline(self.pipeline, Notifiers(self.http, None, sleep=self._wait, monotonic=lambda: self.clock.now))
         service = logging.getLogger("sitemap-updater")
         level = service.level
         service.setLevel(logging.CRITICAL)
@@ -306,6 +306,10 @@ class Simulation:
         self.result.posts = len(self.http.posts)
         self._check(accepted, malformed)
         return self.result
+
+    def _wait(self, seconds: float) -> None:
+        """A notifier's wait between retries passes virtual time."""
+        self.clock.now += seconds
 
     def _start(self, functions: list[_Function], running: dict[Task, _Running]) -> bool:
         for function in functions:

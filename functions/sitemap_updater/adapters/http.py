@@ -19,9 +19,11 @@ class HttpResponse:
 class HttpClient:
     """Sends requests with an ``OpenerDirector`` (injectable); never raises for an HTTP status."""
 
+    timeout: float = 20.0  # seconds a request may wait on the network (per socket operation)
+
     def __init__(self, opener: urllib.request.OpenerDirector | None = None, timeout: float = 20.0) -> None:
         self._opener = opener or urllib.request.build_opener()
-        self._timeout = timeout
+        self.timeout = timeout
 
     def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
         """Send ``body`` as JSON (UTF-8) when given. Endpoints come from configuration only."""
@@ -34,7 +36,7 @@ class HttpClient:
             all_headers["Content-Type"] = "application/json; charset=utf-8"
         request = urllib.request.Request(url, data=data, headers=all_headers, method=method)  # noqa: S310
         try:
-            with self._opener.open(request, timeout=self._timeout) as response:
+            with self._opener.open(request, timeout=self.timeout) as response:
                 return HttpResponse(response.status, dict(response.headers), response.read().decode("utf-8", "replace"))
         except urllib.error.HTTPError as error:
             text = error.read().decode("utf-8", "replace") if error.fp else ""

@@ -15,12 +15,14 @@ A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BE
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from sitemap_updater.adapters.backoff import Backoff
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
@@ -30,6 +32,14 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _FILES = "files"
+
+
+class StillUnprocessed(RuntimeError):
+    """DynamoDB left batch items unprocessed (throughput) on every attempt; the caller's message is retried."""
+
+
+class TransactionConflicts(RuntimeError):
+    """Concurrent transactions kept touching the same items; the caller's message is retried."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,29 +95,20 @@ def entry_sort_key(key: int, url: str) -> str:
 class ManifestStore:
     """All DynamoDB access of the pipeline."""
 
-    def __init__(self, client: DynamoDBClient, table: str) -> None:
+    def __init__(self, client: DynamoDBClient, table: str, sleep: Callable[[float], None] = time.sleep) -> None:
         self._client = client
         self.table = table
+        # Throttled requests are retried inside the client (botocore's retry mode); these are the retries
+        # DynamoDB leaves to the caller: unprocessed batch items, and transactions cancelled by a conflict.
+        self._unprocessed = Backoff(sleep=sleep)
+        self._conflicts = Backoff(attempts=5, throttled=False, sleep=sleep)
 
     # --- page states ---------------------------------------------------------------------------------
     def get_page(self, url: str) -> PageRecord | None:
         item = self._client.get_item(
             TableName=self.table, Key={"pk": _s(f"page#{url}"), "sk": _s("state")}, ConsistentRead=True
         ).get("Item")
-        if item is None:
-            return None
-        return PageRecord(
-            url=url,
-            rank=item["rank"]["S"],
-            kind=item["kind"]["S"],
-            section=item["section"]["S"],
-            key=int(item["key"]["S"], 16),
-            digest=item.get("digest", {}).get("S", ""),
-            lastmod=item.get("lastmod", {}).get("S", ""),
-            change=item.get("change", {}).get("S", ""),
-            moved_from=item.get("moved_from", {}).get("S", ""),
-            pending=item.get("pending", {}).get("BOOL", False),
-        )
+        return None if item is None else page_record(url, item)
 
     def _page_item(self, write: PageWrite, pending: bool) -> dict[str, Any]:
         return {
@@ -167,13 +168,23 @@ class ManifestStore:
                     }
                 }
             )
-        try:
-            self._client.transact_write_items(TransactItems=items)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                return False
-            raise
-        return True
+        for attempt in range(1, self._conflicts.attempts + 1):
+            try:
+                self._client.transact_write_items(TransactItems=items)
+                return True
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                    raise
+                codes = [str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])]
+                if codes and codes[0] == "ConditionalCheckFailed":
+                    return False  # the page state's condition: another event for the URL got in first
+                if not codes or any(c not in ("None", "TransactionConflict") for c in codes):
+                    raise  # a validation error (an item over 400 KB), throttling: not a lost race
+            if attempt < self._conflicts.attempts:
+                self._conflicts.pause(attempt)
+        raise TransactionConflicts(
+            f"{write.url}: cancelled by conflicting transactions {self._conflicts.attempts} times"
+        )
 
     def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
         """Record a newer event whose entry is unchanged: only the page state moves, nothing is dirty."""
@@ -226,11 +237,7 @@ class ManifestStore:
                     "record": {"B": write.record},
                 }
             )
-        for start in range(0, len(items), 25):
-            request: Any = {self.table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
-            while request:
-                response = self._client.batch_write_item(RequestItems=request)
-                request = response.get("UnprocessedItems") or None  # throttled items: send them again
+        self._batch_write(items)
         for section in sorted({w.section for w in writes}):
             self._client.update_item(
                 TableName=self.table,
@@ -340,7 +347,7 @@ class ManifestStore:
         for start in range(0, len(urls), 100):
             keys: list[Any] = [{"pk": _s(f"sent#{url}"), "sk": _s(channel)} for url in urls[start : start + 100]]
             request: Any = {self.table: {"Keys": keys, "ConsistentRead": True}}
-            while request:
+            for attempt in range(1, self._unprocessed.attempts + 1):
                 response = self._client.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self.table, []):
                     if int(item["expires_at"]["N"]) > now_s:
@@ -348,6 +355,11 @@ class ManifestStore:
                             int(item.get("quiet_until", item["expires_at"])["N"]), item.get("digest", {}).get("S", "?")
                         )
                 request = response.get("UnprocessedKeys") or None
+                if not request:
+                    break
+                if attempt == self._unprocessed.attempts:
+                    raise StillUnprocessed(f"batch_get_item left keys unprocessed {attempt} times")
+                self._unprocessed.pause(attempt)
         return found
 
     def mark_sent(self, digests: dict[str, str], channel: str, quiet_until_s: int, expires_at_s: int) -> None:
@@ -358,10 +370,19 @@ class ManifestStore:
              "expires_at": _n(expires_at_s)}
             for url, digest in sorted(digests.items())
         ]  # fmt: skip
+        self._batch_write(items)
+
+    def _batch_write(self, items: list[dict[str, Any]]) -> None:
+        """Put items in batches of 25; unprocessed items (throughput) are sent again after a backoff."""
         for start in range(0, len(items), 25):
             request: Any = {self.table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
-            while request:
+            for attempt in range(1, self._unprocessed.attempts + 1):
                 request = self._client.batch_write_item(RequestItems=request).get("UnprocessedItems") or None
+                if not request:
+                    break
+                if attempt == self._unprocessed.attempts:
+                    raise StillUnprocessed(f"batch_write_item left items unprocessed {attempt} times")
+                self._unprocessed.pause(attempt)
 
     # --- index --------------------------------------------------------------------------------------
     def next_index_generation(self) -> int:
@@ -385,6 +406,22 @@ class ManifestStore:
             TableName=self.table,
             Item={"pk": _s("index"), "sk": _s("index"), "sha256": _s(sha256), "generation": _n(generation)},
         )
+
+
+def page_record(url: str, item: dict[str, Any]) -> PageRecord:
+    """A page-state item as read."""
+    return PageRecord(
+        url=url,
+        rank=item["rank"]["S"],
+        kind=item["kind"]["S"],
+        section=item["section"]["S"],
+        key=int(item["key"]["S"], 16),
+        digest=item.get("digest", {}).get("S", ""),
+        lastmod=item.get("lastmod", {}).get("S", ""),
+        change=item.get("change", {}).get("S", ""),
+        moved_from=item.get("moved_from", {}).get("S", ""),
+        pending=item.get("pending", {}).get("BOOL", False),
+    )
 
 
 def _conditional(operation: Callable[[], object]) -> bool:

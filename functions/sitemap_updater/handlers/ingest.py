@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sitemap_updater.service.ingest import Rejected, ingest_message
+from sitemap_updater.service.ingest import DeadLettered, Rejected, ingest_message
 from sitemap_updater.service.runtime import current_pipeline
 
 logger = Logger()
@@ -19,7 +19,12 @@ processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel)
 
 
 def record_handler(record: SqsRecordModel) -> None:
-    result = ingest_message(str(record.body), record.messageId, current_pipeline())
+    receives = int(record.attributes.ApproximateReceiveCount or 1)
+    result = ingest_message(str(record.body), record.messageId, current_pipeline(), receives)
+    if isinstance(result, DeadLettered):
+        logger.error("event failed on every receive", extra={"reason": result.reason, "message_id": record.messageId})
+        metrics.add_metric(name="EventsDeadLettered", unit=MetricUnit.Count, value=1)
+        return
     if isinstance(result, Rejected):
         logger.warning("event rejected", extra={"reason": result.reason, "message_id": record.messageId})
         metrics.add_metric(name="EventsRejected", unit=MetricUnit.Count, value=1)

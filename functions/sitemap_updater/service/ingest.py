@@ -41,16 +41,36 @@ class Rejected:
     body: str
 
 
-def ingest_message(body: str, message_id: str, pipeline: Pipeline) -> IngestResult | Rejected:
+@dataclass(frozen=True, slots=True)
+class DeadLettered:
+    """An event that failed on its last allowed receive, sent to the dead-letter queue with the error."""
+
+    reason: str
+    body: str
+
+
+def ingest_message(
+    body: str, message_id: str, pipeline: Pipeline, receive_count: int = 1
+) -> IngestResult | Rejected | DeadLettered:
     """Ingest one SQS message. A malformed event goes straight to the dead-letter queue with its reason
-    (as the ``reason`` message attribute), so it never blocks or fails the rest of its batch."""
-    result: IngestResult | Rejected
+    (as the ``reason`` message attribute), so it never blocks or fails the rest of its batch. An event that
+    fails (raises) is retried by SQS, and on the queue's last allowed receive goes to the dead-letter queue
+    with its error as the reason, instead of being moved there by SQS without one."""
+    result: IngestResult | Rejected | DeadLettered
     try:
         result = ingest(body, pipeline)
     except EventRejected as exc:
         reason = str(exc)
         pipeline.dead_letters.send_raw(body, {"reason": reason[:1000], "source_message_id": message_id})
         result = Rejected(reason, body)
+    except Exception as exc:
+        limit = pipeline.settings.ingest_max_receive_count
+        if not limit or receive_count < limit:
+            raise
+        reason = f"failed on all {receive_count} receives: {type(exc).__name__}: {exc}"
+        attributes = {"reason": reason[:1000], "source_message_id": message_id, "receive_count": str(receive_count)}
+        pipeline.dead_letters.send_raw(body, attributes)
+        result = DeadLettered(reason, body)
     pipeline.observe(result)
     return result
 

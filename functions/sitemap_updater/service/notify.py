@@ -19,6 +19,9 @@ from sitemap_updater.service.pipeline import Pipeline
 MAX_URLS_PER_REQUEST = 10_000
 MAX_ATTEMPTS = 4
 MAX_DELAY_S = 30.0
+# Every request of one invocation, its retries and their waits end within this many seconds (a request is only
+# started when its HTTP timeout still fits): the notify function's 150 s timeout keeps 60 s for DynamoDB and S3.
+RETRY_BUDGET_S = 90.0
 ACCEPTED = (200, 202)
 NOT_RETRIED = (400, 403, 422)
 INDEXNOW = "indexnow"
@@ -29,7 +32,8 @@ UNKNOWN = "?"  # a change record without entry digests (written by an older vers
 
 
 class NotifyRetry(RuntimeError):
-    """A search engine answered 429 or 5xx on every attempt; SQS delivers the record again later."""
+    """A search engine answered 429 or 5xx on every attempt, or the time budget ran out; SQS delivers the
+    record again later."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,11 @@ class Notifiers:
     http: HttpClient
     search_console: SearchConsole | None = None
     sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+
+    def deadline(self) -> float:
+        """When the HTTP requests of an invocation starting now must be done by."""
+        return self.monotonic() + RETRY_BUDGET_S
 
 
 def retry_delay(response: HttpResponse, attempt: int) -> float:
@@ -75,13 +84,19 @@ def retry_delay(response: HttpResponse, attempt: int) -> float:
     return min(delay, MAX_DELAY_S)
 
 
-def _send(notifiers: Notifiers, call: Callable[[], HttpResponse]) -> tuple[HttpResponse, int]:
+def _send(notifiers: Notifiers, call: Callable[[], HttpResponse], deadline: float) -> tuple[HttpResponse, int]:
+    """Up to MAX_ATTEMPTS requests while 429 or 5xx, each started only if it can end (its wait and its HTTP
+    timeout) before ``deadline``."""
+    if notifiers.monotonic() + notifiers.http.timeout > deadline:
+        raise NotifyRetry(f"the {RETRY_BUDGET_S:.0f} s budget for requests is spent; will retry")
     for attempt in range(1, MAX_ATTEMPTS + 1):
         response = call()
         if response.status != 429 and response.status < 500:
             return response, attempt
-        if attempt < MAX_ATTEMPTS:
-            notifiers.sleep(retry_delay(response, attempt))
+        delay = retry_delay(response, attempt)
+        if attempt == MAX_ATTEMPTS or notifiers.monotonic() + delay + notifiers.http.timeout > deadline:
+            return response, attempt
+        notifiers.sleep(delay)
     return response, MAX_ATTEMPTS
 
 
@@ -95,15 +110,21 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
         for url in record.get("changed", {}):
             digests[url] = str(record.get("digests", {}).get(url, UNKNOWN))
     now_s = to_micros(pipeline.clock()) // 1_000_000
+    deadline = notifiers.deadline()
     if digests and settings.indexnow_key:
-        _indexnow(digests, pipeline, notifiers, now_s, result)
+        _indexnow(digests, pipeline, notifiers, now_s, result, deadline)
     if any("index" in record for record in records) and notifiers.search_console is not None:
-        _search_console(pipeline, notifiers.search_console, notifiers, now_s, result)
+        _search_console(pipeline, notifiers.search_console, notifiers, now_s, result, deadline)
     return result
 
 
 def _indexnow(
-    digests: dict[str, str], pipeline: Pipeline, notifiers: Notifiers, now_s: int, result: NotifyResult
+    digests: dict[str, str],
+    pipeline: Pipeline,
+    notifiers: Notifiers,
+    now_s: int,
+    result: NotifyResult,
+    deadline: float,
 ) -> None:
     """POST the changed URLs, less those sent within the quiet window and those whose current content was
     already accepted: a change redelivered after a crash, or carried by two records, is announced once."""
@@ -126,7 +147,8 @@ def _indexnow(
         if settings.notify_dry_run:
             result.sent.append(Notification(settings.indexnow_endpoint, None, chunk))
             continue
-        response, attempts = _send(notifiers, partial(notifiers.http.request, "POST", settings.indexnow_endpoint, body))
+        post = partial(notifiers.http.request, "POST", settings.indexnow_endpoint, body)
+        response, attempts = _send(notifiers, post, deadline)
         notification = Notification(settings.indexnow_endpoint, response.status, chunk, attempts, response.body)
         if response.status in ACCEPTED:
             quiet = now_s + settings.indexnow_window_seconds
@@ -139,7 +161,12 @@ def _indexnow(
 
 
 def _search_console(
-    pipeline: Pipeline, console: SearchConsole, notifiers: Notifiers, now_s: int, result: NotifyResult
+    pipeline: Pipeline,
+    console: SearchConsole,
+    notifiers: Notifiers,
+    now_s: int,
+    result: NotifyResult,
+    deadline: float,
 ) -> None:
     settings = pipeline.settings
     feed = pipeline.site.file_url(INDEX_NAME)
@@ -149,7 +176,7 @@ def _search_console(
     if settings.notify_dry_run:
         result.sent.append(Notification(settings.search_console_api, None, [feed]))
         return
-    response, attempts = _send(notifiers, lambda: console.submit(settings.property_url, feed))
+    response, attempts = _send(notifiers, lambda: console.submit(settings.property_url, feed), deadline)
     notification = Notification(settings.search_console_api, response.status, [feed], attempts, response.body)
     if response.status in (200, 204):
         quiet = now_s + settings.search_console_interval_seconds

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from botocore.config import Config
+
 from sitemap_updater.adapters.cdn import Invalidator
 from sitemap_updater.adapters.manifest import ManifestStore
 from sitemap_updater.adapters.queues import MessageQueue
@@ -14,6 +16,15 @@ from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.urls import Site
 from sitemap_updater.settings import Settings
+
+# Every AWS client retries inside botocore in "standard" mode: throttling (DynamoDB's
+# ProvisionedThroughputExceededException and ThrottlingException, S3's 503 SlowDown, SQS's RequestThrottled),
+# 5xx and transient network errors, with exponential backoff and full jitter, and a retry quota that stops
+# retrying when most calls fail. Not "adaptive": its client-side rate limiter learns from one client's
+# throttles, and a Lambda container's client lives for a few invocations among many concurrent ones.
+# Four attempts: the worst backoff (about 1 + 2 + 4 s for throttles) still fits the ingest function's 30 s.
+# What is still failing after that raises, the invocation (or its batch item) fails, and SQS redelivers.
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 4})
 
 
 def _now() -> datetime:
@@ -54,7 +65,9 @@ class Pipeline:
 
         ``make_client(service_name, **options)`` makes one AWS client: a boto3 session's ``client`` method, or
         ``runtime.BotocoreClients().client`` on Lambda."""
-        extra: dict[str, Any] = {"endpoint_url": endpoint_url} if endpoint_url else {}
+        extra: dict[str, Any] = {"config": CLIENT_CONFIG}
+        if endpoint_url:
+            extra["endpoint_url"] = endpoint_url
         sqs = make_client("sqs", **extra)
         return cls(
             settings=settings,

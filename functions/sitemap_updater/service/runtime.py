@@ -10,7 +10,7 @@ import botocore.session
 from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.adapters.search_console import SearchConsole, service_account_token
 from sitemap_updater.service.notify import Notifiers
-from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.pipeline import CLIENT_CONFIG, Pipeline
 from sitemap_updater.settings import Settings
 
 
@@ -22,6 +22,8 @@ class BotocoreClients:
         self._session = botocore.session.get_session()
 
     def client(self, service_name: str, **kwargs: Any) -> Any:
+        """One client, with the pipeline's retry configuration unless ``config`` is given."""
+        kwargs.setdefault("config", CLIENT_CONFIG)
         return self._session.create_client(service_name, **kwargs)
 
 

@@ -1,0 +1,178 @@
+"""How the adapters answer AWS's real failure shapes, and the time budgets that keep retries inside a function's
+timeout. Every wait is recorded, never slept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.adapters.manifest import ManifestStore, StillUnprocessed, TransactionConflicts
+from sitemap_updater.core.reduce import state_from_event
+from sitemap_updater.local.stack import load_template
+from sitemap_updater.service.ingest import DeadLettered, ingest_message, page_write
+from sitemap_updater.service.notify import RETRY_BUDGET_S, Notifiers, NotifyRetry, notify
+from tests.conftest import BASE, event, parse
+from tests.sim.world import Config, Simulation
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+
+
+def _cancelled(*codes: str) -> ClientError:
+    response: Any = {
+        "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"},
+        "CancellationReasons": [{"Code": code} for code in codes],
+    }
+    return ClientError(response, "TransactWriteItems")
+
+
+class _Dynamo:
+    """A DynamoDB client that answers each call with the next scripted outcome (an exception or a response)."""
+
+    def __init__(self, *outcomes: Any) -> None:
+        self.outcomes = list(outcomes)
+        self.calls: list[dict[str, Any]] = []
+
+    def _next(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        outcome = self.outcomes.pop(0) if self.outcomes else {}
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    transact_write_items = batch_write_item = batch_get_item = _next
+
+
+def _store(client: _Dynamo, waits: list[float]) -> ManifestStore:
+    return ManifestStore(client, "table", sleep=waits.append)  # type: ignore[arg-type]
+
+
+def _write() -> Any:
+    return page_write(state_from_event(parse(event(f"{BASE}/blog/a", version=2))))
+
+
+def test_a_failed_condition_means_another_event_won() -> None:
+    waits: list[float] = []
+    client = _Dynamo(_cancelled("ConditionalCheckFailed", "None", "None"))
+    assert _store(client, waits).record_change(_write(), "old-rank", None) is False
+    assert len(client.calls) == 1 and waits == []
+
+
+def test_a_transaction_conflict_is_retried_after_a_jittered_backoff() -> None:
+    waits: list[float] = []
+    client = _Dynamo(_cancelled("None", "None", "TransactionConflict"), _cancelled("TransactionConflict", "None"), {})
+    assert _store(client, waits).record_change(_write(), None, None) is True
+    assert len(client.calls) == 3
+    assert len(waits) == 2 and all(0 <= w <= 4 for w in waits)
+
+
+def test_conflicts_that_never_end_fail_the_message_for_sqs_to_retry() -> None:
+    client = _Dynamo(*[_cancelled("TransactionConflict")] * 10)
+    with pytest.raises(TransactionConflicts):
+        _store(client, []).record_change(_write(), None, None)
+    assert len(client.calls) == 5
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _cancelled("None", "ValidationError"),  # an item over 400 KB inside the transaction
+        _cancelled("ThrottlingError", "None"),
+        ClientError({"Error": {"Code": "ValidationException", "Message": "key too large"}}, "TransactWriteItems"),
+        ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "TransactWriteItems"),
+    ],
+)
+def test_other_cancellations_and_errors_raise(error: ClientError) -> None:
+    with pytest.raises(ClientError):
+        _store(_Dynamo(error), []).record_change(_write(), None, None)
+
+
+def test_unprocessed_items_are_sent_again_after_a_backoff() -> None:
+    waits: list[float] = []
+    table = "table"
+    first = {"UnprocessedItems": {table: [{"PutRequest": {"Item": {"pk": {"S": "sent#a"}}}}]}}
+    client = _Dynamo(first, first, {})
+    _store(client, waits).mark_sent({f"{BASE}/a": "d1", f"{BASE}/b": "d2"}, "indexnow", 10, 20)
+    assert len(client.calls) == 3
+    assert client.calls[1]["RequestItems"] == first["UnprocessedItems"]
+    assert len(waits) == 2 and all(0 <= w <= 4 for w in waits)
+
+
+def test_items_unprocessed_on_every_attempt_raise_instead_of_looping() -> None:
+    stuck = {"UnprocessedItems": {"table": [{"PutRequest": {"Item": {"pk": {"S": "sent#a"}}}}]}}
+    client = _Dynamo(*[stuck] * 20)
+    with pytest.raises(StillUnprocessed):
+        _store(client, []).mark_sent({f"{BASE}/a": "d1"}, "indexnow", 10, 20)
+    assert len(client.calls) == 6
+
+
+def test_unprocessed_keys_are_read_again() -> None:
+    keys = {"table": {"Keys": [{"pk": {"S": f"sent#{BASE}/a"}, "sk": {"S": "indexnow"}}]}}
+    item = {"pk": {"S": f"sent#{BASE}/a"}, "expires_at": {"N": "99"}, "quiet_until": {"N": "50"}, "digest": {"S": "d"}}
+    client = _Dynamo({"UnprocessedKeys": keys}, {"Responses": {"table": [item]}})
+    found = _store(client, []).sent_records([f"{BASE}/a"], "indexnow", 10)
+    assert found[f"{BASE}/a"].digest == "d"
+    assert len(client.calls) == 2
+
+
+class _SlowBusyEngine(HttpClient):
+    """Every request takes the whole HTTP timeout and answers 503 with the longest Retry-After."""
+
+    def __init__(self, clock: list[float]) -> None:
+        self.clock = clock
+        self.requests = 0
+
+    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
+        self.clock[0] += self.timeout
+        self.requests += 1
+        return HttpResponse(503, {"Retry-After": "120"}, "")
+
+
+def test_notify_gives_up_within_its_budget_and_the_budget_fits_the_function_timeout() -> None:
+    # Given a search engine that is slow and busy on every request
+    clock = [0.0]
+    engine = _SlowBusyEngine(clock)
+    notifiers = Notifiers(engine, None, sleep=lambda s: clock.__setitem__(0, clock[0] + s), monotonic=lambda: clock[0])
+    pipeline = Simulation(Config(1, fault_rate=0.0)).pipeline
+    record = {"changed": {f"{BASE}/blog/a": "added"}, "digests": {f"{BASE}/blog/a": "d"}}
+    # When the notifier handles a change record
+    with pytest.raises(NotifyRetry):
+        notify([record], pipeline, notifiers)
+    # Then it retried, gave the record back to SQS before its budget ran out, and the budget leaves time for
+    # the DynamoDB and S3 calls inside the function's timeout
+    assert engine.requests >= 2
+    assert clock[0] <= RETRY_BUDGET_S
+    timeout = load_template(TEMPLATE)["Resources"]["NotifyFunction"]["Properties"]["Timeout"]
+    assert timeout >= RETRY_BUDGET_S + 45
+
+
+def test_an_event_failing_on_its_last_receive_goes_to_the_dead_letter_queue_with_its_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given an ingest whose DynamoDB calls are throttled on every attempt
+    simulation = Simulation(Config(1, fault_rate=0.0))
+    pipeline = simulation.pipeline
+    throttled = ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "GetItem")
+    monkeypatch.setattr(pipeline.store, "get_page", lambda _url: (_ for _ in ()).throw(throttled))
+    body = json.dumps(event(f"{BASE}/blog/a"))
+    # When SQS delivers the event before its last receive, it fails (SQS will deliver it again)
+    with pytest.raises(ClientError):
+        ingest_message(body, "m-1", pipeline, receive_count=pipeline.settings.ingest_max_receive_count - 1)
+    # Then on the last receive it is dead-lettered with its error as the reason, and reported as handled
+    result = ingest_message(body, "m-1", pipeline, receive_count=pipeline.settings.ingest_max_receive_count)
+    assert isinstance(result, DeadLettered)
+    dead = simulation.ingest_queue.dead_letter
+    assert dead is not None
+    assert [m.body for m in dead.messages] == [body]
+    assert "ProvisionedThroughputExceededException" in dead.messages[0].attributes["reason"]
+
+
+def test_the_last_receive_the_ingest_function_knows_is_the_queue_s_max_receive_count() -> None:
+    template = load_template(TEMPLATE)
+    configured = template["Globals"]["Function"]["Environment"]["Variables"]["INGEST_MAX_RECEIVE_COUNT"]
+    redrive = template["Resources"]["IngestQueue"]["Properties"]["RedrivePolicy"]
+    assert int(configured) == int(redrive["maxReceiveCount"])
