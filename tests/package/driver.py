@@ -1,7 +1,7 @@
 """Invoke one Lambda handler the way the runtime does, with only the built package importable.
 
 Run as ``python -I -S -B driver.py PACKAGE HANDLER EVENT_JSON RESULT_JSON``: no site-packages, no environment
-paths. Writes the handler's response and every loaded module that came from neither the package nor the
+paths. Writes the handler's response, the loaded modules, and those that came from neither the package nor the
 standard library; an exception in the handler propagates (non-zero exit, traceback on stderr)."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def main(package: Path, handler_path: str, event_file: Path, result_file: Path) 
     handler = getattr(importlib.import_module(module_name), function_name)
     event = json.loads(event_file.read_text(encoding="utf-8"))
     response = handler(event, Context(function_name=module_name.rsplit(".", 1)[-1]))
-    result = {"response": response, "foreign_modules": foreign_modules(package, stdlib)}
+    result = {"response": response, "foreign_modules": foreign_modules(package, stdlib), "modules": sorted(sys.modules)}
     result_file.write_text(json.dumps(result), encoding="utf-8")
 
 

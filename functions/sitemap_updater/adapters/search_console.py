@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sitemap_updater.adapters.http import HttpClient, HttpResponse
@@ -18,27 +18,37 @@ TOKEN_TIMEOUT_S = 20.0
 
 
 def service_account_token(secrets: SecretsManagerClient, secret_arn: str) -> Callable[[], str]:
-    """An access-token provider from service-account JSON kept in Secrets Manager (google-auth).
+    """An access-token provider from service-account JSON kept in Secrets Manager (google-auth)."""
+    return _ServiceAccountToken(secrets, secret_arn)
 
-    Tokens are minted over google-auth's urllib3 transport: urllib3 already ships with botocore, and
-    ``requests`` is in neither the function package nor the Lambda runtime."""
-    import urllib3
-    from google.auth.transport.urllib3 import Request
-    from google.oauth2 import service_account
 
-    info = json.loads(secrets.get_secret_value(SecretId=secret_arn)["SecretString"])
-    credentials = service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
-        info, scopes=[SCOPE]
-    )
-    http = urllib3.PoolManager(timeout=urllib3.Timeout(total=TOKEN_TIMEOUT_S))
-    request = Request(http)  # type: ignore[no-untyped-call]
+class _ServiceAccountToken:
+    """Reads the secret and loads google-auth at the first token, not when built: a function that builds the
+    notifiers but never submits (the sweep; notify with IndexNow work only) needs no Secrets Manager call, nor
+    the permission for it. Tokens are minted over google-auth's urllib3 transport: urllib3 ships with botocore,
+    and ``requests`` is in neither the function package nor the Lambda runtime."""
 
-    def token() -> str:
-        if not credentials.valid:
-            credentials.refresh(request)
-        return str(credentials.token)
+    def __init__(self, secrets: SecretsManagerClient, secret_arn: str) -> None:
+        self._secrets = secrets
+        self._secret_arn = secret_arn
+        self._credentials: Any = None
+        self._request: Any = None
 
-    return token
+    def __call__(self) -> str:
+        if self._credentials is None:
+            import urllib3
+            from google.auth.transport.urllib3 import Request
+            from google.oauth2 import service_account
+
+            info = json.loads(self._secrets.get_secret_value(SecretId=self._secret_arn)["SecretString"])
+            self._credentials = service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
+                info, scopes=[SCOPE]
+            )
+            http = urllib3.PoolManager(timeout=urllib3.Timeout(total=TOKEN_TIMEOUT_S))
+            self._request = Request(http)  # type: ignore[no-untyped-call]
+        if not self._credentials.valid:
+            self._credentials.refresh(self._request)
+        return str(self._credentials.token)
 
 
 class SearchConsole:
