@@ -99,7 +99,8 @@ class Faults:
         if shapes and self.rng.random() < self.aws_share:
             error = self.rng.choice(shapes)(call.rpartition(".")[2])
             self._count("aws")
-            self._count(f"shape {error.response['Error']['Code']}")
+            reasons = {str(r["Code"]) for r in error.response.get("CancellationReasons", [])} - {"None"}
+            self._count(" ".join([f"shape {error.response['Error']['Code']}", *sorted(reasons)]))
             raise error
         self._count("raised")
         raise InjectedFault(where)

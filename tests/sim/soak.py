@@ -35,6 +35,8 @@ class Totals:
     s3_puts: int = 0
     posts: int = 0
     removals_never_shown: int = 0
+    dead_lettered: int = 0
+    virtual_s: float = 0.0
     faults: Counter[str] = field(default_factory=Counter)
     failed: dict[int, list[str]] = field(default_factory=dict)
 
@@ -46,14 +48,18 @@ class Totals:
         self.s3_puts += result.s3_puts
         self.posts += result.posts
         self.removals_never_shown += result.removals_never_shown
+        self.dead_lettered += result.dead_lettered
+        self.virtual_s += result.virtual_s
         self.faults.update(result.faults)
         if result.violations:
             self.failed[result.seed] = result.violations
 
 
 def report(totals: Totals, first: int, wall_s: float, workers: int) -> str:
-    raised, died = totals.faults["raised"], totals.faults["died"]
-    places = sorted(((n, w) for w, n in totals.faults.items() if w not in ("raised", "died")), reverse=True)
+    raised, died, aws = totals.faults["raised"], totals.faults["died"], totals.faults["aws"]
+    shapes = sorted(((n, w.removeprefix("shape ")) for w, n in totals.faults.items() if w.startswith("shape ")),
+                    reverse=True)  # fmt: skip
+    places = sorted(((n, w) for w, n in totals.faults.items() if w.startswith(("before ", "after "))), reverse=True)
     lines = [
         f"Seeds {first}..{first + totals.sequences - 1}: **{totals.sequences:,} sequences**, "
         f"{len(totals.failed)} with a broken invariant. {wall_s:,.0f} s on {workers} worker(s).",
@@ -63,13 +69,20 @@ def report(totals: Totals, first: int, wall_s: float, workers: int) -> str:
         f"| events sent (incl. duplicates and malformed) | {totals.events:,} |",
         f"| handler invocations | {totals.invocations:,} |",
         f"| AWS calls (interleaving points) | {totals.steps:,} |",
-        f"| faults injected: exception (handled by the code) | {raised:,} |",
+        f"| virtual time simulated | {totals.virtual_s / 3600:,.0f} h |",
+        f"| faults injected: AWS error shapes (below) | {aws:,} |",
+        f"| faults injected: other exception (a call timed out, maybe applied) | {raised:,} |",
         f"| faults injected: invocation died (timeout, crash) | {died:,} |",
+        f"| events that failed on every receive, dead-lettered with their reason | {totals.dead_lettered:,} |",
         f"| S3 puts | {totals.s3_puts:,} |",
         f"| IndexNow requests | {totals.posts:,} |",
         f"| removals announced for pages no file ever showed | {totals.removals_never_shown:,} |",
         "",
-        "Faults by place (before or after the call):",
+        "AWS error shapes:",
+        "",
+        ", ".join(f"{shape} {count:,}" for count, shape in shapes),
+        "",
+        "Faults by place (before or after the call; AWS error shapes strike before it):",
         "",
         ", ".join(f"{where} {count:,}" for count, where in places),
     ]

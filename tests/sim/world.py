@@ -8,7 +8,6 @@ import contextlib
 import gzip
 import importlib.util
 import io
-import json
 import logging
 import random
 from collections import Counter
@@ -29,19 +28,15 @@ from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.settings import Settings
-from tests.conftest import AS_OF_US, BASE, event, reference_site
+from tests.conftest import AS_OF_US, BASE
+from tests.sim.events import Events, generate
 from tests.sim.fakes import FakeCdn, FakeIndexNow, FakeS3, FakeStore, Message, S3Object, SimQueue, SimQueueState
+from tests.sim.oracle import expected_site
 from tests.sim.scheduler import Clock, Faults, LambdaDied, Scheduler, Task
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 ACCOUNT = "123456789012"
 NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
-MALFORMED = [
-    '{"type": "upsert", "occurred_at": "2026-11-20T10:00:00Z"}',
-    json.dumps(event("https://evil.example.net/blog/x")),
-    json.dumps(event(f"{BASE}/blog/p1", priority=2)),
-    "not json at all",
-]
 
 
 @dataclass(frozen=True)
@@ -56,6 +51,7 @@ class Config:
     containers: int = 2
     span_s: float = 600.0
     max_urls: int | None = None  # per file; by default the seed picks 3, 4, 6 or 10
+    failing_rate: float = 0.3  # how often the sequence has an event that fails on every receive
 
 
 @dataclass
@@ -71,6 +67,7 @@ class Result:
     s3_puts: int = 0
     posts: int = 0
     removals_never_shown: int = 0
+    dead_lettered: int = 0  # events that failed on every receive, in the DLQ with their reason
     violations: list[str] = field(default_factory=list)
 
 
@@ -89,6 +86,14 @@ class _Function:
 def _template() -> dict[str, Any]:
     """The parsed template, once per process (it is only read)."""
     return load_template(TEMPLATE)
+
+
+def _alarm_on(visible: int) -> bool:
+    """The template's ingest dead-letter alarm, evaluated on the queue's visible messages."""
+    alarm = _template()["Resources"]["IngestDeadLetterAlarm"]["Properties"]
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    return visible > float(alarm["Threshold"])
 
 
 def _load_copy(handler: str, alias: str) -> ModuleType:
@@ -238,29 +243,14 @@ class Simulation:
                     self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
 
     # --- running ---------------------------------------------------------------------------------------
-    def _events(self) -> tuple[list[tuple[float, str, float]], list[dict[str, Any]]]:
-        rng, config = self.rng, self.config
-        urls = [f"{BASE}/{rng.choice(['blog', 'docs', 'shop'])}/p{i}" for i in range(config.urls)]
-        bodies: list[dict[str, Any]] = []
-        for _ in range(config.events):
-            url, version = rng.choice(urls), rng.randint(0, 6)
-            if rng.random() < 0.25:
-                bodies.append(event(url, type="delete", version=version, occurred_at="2026-11-18T00:00:00Z"))
-            else:
-                bodies.append(event(url, version=version, lastmod=f"2026-11-{rng.randint(1, 20):02d}"))
-        raw = [json.dumps(b) for b in bodies + rng.sample(bodies, len(bodies) // 5)]  # duplicated deliveries
-        raw += rng.sample(MALFORMED, 2)
-        sends = []
-        for body in raw:  # sent at random times, some delayed by up to SQS's 15 minutes
-            delay = rng.uniform(0, 900) if rng.random() < 0.1 else 0.0
-            sends.append((rng.uniform(0, config.span_s), body, delay))
-        sends.sort(key=lambda s: s[0])
-        return sends, bodies
+    def _events(self) -> Events:
+        config = self.config
+        return generate(self.rng, config.urls, config.events, config.span_s, config.failing_rate)
 
     def run(self) -> Result:
-        sends, accepted = self._events()
+        events = self._events()
+        sends = list(events.sends)
         self.result.events_sent = len(sends)
-        malformed = {body for _, body, _ in sends if body in MALFORMED}
         running: dict[Task, _Running] = {}
         use_pipeline(self.pipeline, Notifiers(self.http, None, sleep=self._wait, monotonic=lambda: self.clock.now))
         service = logging.getLogger("sitemap-updater")
@@ -304,7 +294,7 @@ class Simulation:
         self.result.virtual_s = self.clock.now
         self.result.faults = dict(self.faults.injected)
         self.result.posts = len(self.http.posts)
-        self._check(accepted, malformed)
+        self._check(events)
         return self.result
 
     def _wait(self, seconds: float) -> None:
@@ -382,10 +372,13 @@ class Simulation:
         }
 
     # --- the invariants ------------------------------------------------------------------------------
-    def _check(self, accepted: list[dict[str, Any]], malformed: set[str]) -> None:
+    def _check(self, events: Events) -> None:
         violations = self.result.violations
+        accepted = events.accepted
         published = {n: o.data for n, o in self.s3.objects.items() if n.endswith((".xml", ".xml.gz"))}
-        expected = reference_site(accepted, Limits(max_urls=self.max_urls)).all_bytes()
+        recorded = {url: page.lastmod for url, page in self.store.pages.items()}
+        as_of = AS_OF_US + round(self.clock.now * 1_000_000)
+        expected = expected_site(accepted, Limits(max_urls=self.max_urls), as_of, recorded, violations).all_bytes()
         for name in sorted(set(published) | set(expected)):
             if published.get(name) != expected.get(name):
                 state = "missing" if name not in published else "unexpected" if name not in expected else "differs"
@@ -393,8 +386,16 @@ class Simulation:
         dead = self.ingest_queue.dead_letter
         assert dead is not None
         # A crash after the dead-letter send delivers the event again, so a malformed event may be there twice.
-        if {m.body for m in dead.messages} != malformed or not all(m.attributes.get("reason") for m in dead.messages):
-            violations.append(f"ingest DLQ holds {sorted(m.body for m in dead.messages)}, not the malformed events")
+        # An event that failed on every receive is there with the error as its reason, and the alarm is on.
+        if {m.body for m in dead.messages} != events.malformed | events.failing:
+            violations.append(f"ingest DLQ holds {sorted(m.body for m in dead.messages)}, not the rejected events")
+        for message in dead.messages:
+            reason = message.attributes.get("reason", "")
+            if not reason or (message.body in events.failing and "ValidationException" not in reason):
+                violations.append(f"ingest DLQ message {message.body[:60]} has the reason {reason!r}")
+        if events.failing and not _alarm_on(dead.depth()):
+            violations.append("the ingest dead-letter alarm would not fire")
+        self.result.dead_lettered = sum(1 for m in dead.messages if m.body in events.failing)
         for queue in self.queues.values():
             if queue is not dead and queue.depth():
                 violations.append(f"{queue.name} still holds {queue.depth()} messages")

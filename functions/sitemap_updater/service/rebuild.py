@@ -19,7 +19,7 @@ from sitemap_updater.adapters.manifest import PageFields
 from sitemap_updater.core.layout import PublishedFile, range_lastmod
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.reduce import PageState
-from sitemap_updater.core.render import FILE_OVERHEAD, render_urlset
+from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, render_urlset
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, section_slug
 from sitemap_updater.service.pipeline import Pipeline
 
@@ -62,6 +62,15 @@ class SectionRebuild:
     changed_urls: dict[str, str] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # of the entries now shown; "" when removed
     entries_read: int = 0
+
+
+def _shown_digest(state: PageState, as_of_us: int) -> str:
+    """The digest of an entry as a file shows it: news older than two days is not rendered, so an entry that
+    differs only by such news looks the same to a crawler and is not announced again."""
+    entry = state.entry
+    if entry is not None and entry.news and entry.news_us < as_of_us - NEWS_WINDOW_US:
+        return hashlib.sha256(entry.body).hexdigest()
+    return state.digest
 
 
 def _inside(inner: KeyRange, outer: KeyRange) -> bool:
@@ -215,7 +224,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     marked = {m.url for m in marks if m.url is not None and m.change is not None}
     shown = {s.url: s for states in data.loaded.values() for s in states if s.url in marked}
     result.changed_urls = _changed_urls(marks, shown)
-    result.digests = {url: shown[url].digest for url in result.changed_urls}
+    result.digests = {url: _shown_digest(shown[url], as_of) for url in result.changed_urls}
     if result.changed_urls:
         send_change_record(
             pipeline,
@@ -241,20 +250,19 @@ def _changed_urls(marks: list[DirtyMark], shown: dict[str, PageState]) -> dict[s
     """Marked URLs and how they changed, judged by what the files now show (not by whether this rebuild wrote
     bytes: an earlier rebuild may already have published a change whose mark arrives only now)."""
     first: dict[str, str] = {}
-    last: dict[str, str] = {}
-    for mark in marks:  # in FIFO order, so the last mark of a URL is its newest change
-        if mark.url is None or mark.change is None:
-            continue
-        first.setdefault(mark.url, mark.change)
-        last[mark.url] = mark.change
+    for mark in marks:  # in FIFO order: the first mark of a URL in the batch says whether it was added
+        if mark.url is not None and mark.change is not None:
+            first.setdefault(mark.url, mark.change)
     urls: dict[str, str] = {}
-    for url, change in last.items():
+    for url in first:
         state = shown.get(url)
         if state is not None and state.entry is not None:
             urls[url] = "added" if first[url] == "added" else "updated"
-        elif state is not None and change == "removed":
-            # Also when added and removed before this rebuild ran: an earlier attempt that died before its
-            # notification may have shown it. At worst a crawler is told about a page that is gone (404).
+        elif state is not None:
+            # A tombstone: removed, also when this mark was for an earlier change (a later delete's own mark may
+            # have gone to another section, the one its tombstone left), or when added and removed before this
+            # rebuild ran: an earlier attempt that died before its notification may have shown it. At worst a
+            # crawler is told about a page that is gone (404).
             urls[url] = "removed"
     return urls
 
