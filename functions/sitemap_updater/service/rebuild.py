@@ -178,8 +178,8 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         old = by_range.get(key_range)
         i = bisect_left(dirty_keys, key_range.start)
         touched = i < len(dirty_keys) and dirty_keys[i] < key_range.end
-        if old is not None and not touched:
-            continue
+        if old is not None and not touched and not old.unsettled:
+            continue  # an unsettled file may hold other bytes (a crash after a put): it is rendered again
         states = data.states_in(key_range)
         entries = [s.entry for s in states if s.entry is not None]
         keys = [e.key for e in entries]
@@ -224,7 +224,13 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     marked = {m.url for m in marks if m.url is not None and m.change is not None}
     shown = {s.url: s for states in data.loaded.values() for s in states if s.url in marked}
     result.changed_urls = _changed_urls(marks, shown)
-    result.digests = {url: _shown_digest(shown[url], as_of) for url in result.changed_urls}
+    for url in sorted(marked - set(shown)):
+        # No longer in this section: it moved, or its tombstone did (a delete naming another section), in which
+        # case the mark that said "removed" may be this one.
+        page = store.get_page(url)
+        if page is not None and page.kind == "deleted":
+            result.changed_urls[url] = "removed"
+    result.digests = {url: _shown_digest(shown[url], as_of) if url in shown else "" for url in result.changed_urls}
     if result.changed_urls:
         send_change_record(
             pipeline,
