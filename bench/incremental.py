@@ -132,7 +132,7 @@ def run(size: int) -> dict[str, Any]:
             body = json.loads(lines[i])
             body.update(version=2, lastmod="2026-11-21")
             ingest(json.dumps(body), pipeline)
-        marks = [DirtyMark.from_message(json.loads(m.body)) for m in rebuild.messages]
+        marks = [mark for m in rebuild.messages for mark in DirtyMark.from_message(json.loads(m.body))]
         by_section: dict[str, list[DirtyMark]] = {}
         for mark in marks:
             by_section.setdefault(mark.section, []).append(mark)

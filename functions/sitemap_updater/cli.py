@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from sitemap_updater.core.errors import LimitExceeded
 from sitemap_updater.core.events import event_json_schema
@@ -17,6 +17,9 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError
 from sitemap_updater.service.build import BuildResult, build
+
+if TYPE_CHECKING:
+    from sitemap_updater.local.runner import LocalRun
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -90,19 +93,32 @@ def _parser() -> argparse.ArgumentParser:
         "local",
         help="run the whole pipeline on a local AWS endpoint, one wave per events file",
         description=(
-            "Start moto in server mode (unless --endpoint-url names another AWS-compatible endpoint), create "
-            "the queues, table, bucket and distribution of template.yaml, send each events file (a JSON array "
-            "or JSONL) to the ingest queue as one wave, drive the real handlers with real SQS event shapes "
-            "until every queue is empty, and after the last wave copy the bucket into DIR."
+            "Start moto in this process (unless --endpoint-url names another AWS-compatible endpoint), create "
+            "the queues, table, bucket and distribution of template.yaml, optionally import a whole site "
+            "(--import or --adopt, as `sitemap-updater import` does), send each events file (a JSON array or "
+            "JSONL) to the ingest queue as one wave, drive the real handlers, each under its IAM policy from "
+            "the template, with real SQS event shapes until every queue is empty, and after the last wave copy "
+            "the bucket into DIR."
         ),
     )
     loc.add_argument(
         "--site", required=True, type=_site, help="canonical scheme and host, e.g. https://www.example.com"
     )
     loc.add_argument(
-        "--events", required=True, type=Path, action="append", metavar="FILE", help="one wave; repeat for more"
+        "--events", type=Path, action="append", default=[], metavar="FILE", help="one wave; repeat for more"
     )
-    loc.add_argument("--out", required=True, type=Path, metavar="DIR", help="where the published files are copied")
+    first = loc.add_mutually_exclusive_group()
+    first.add_argument(
+        "--import", dest="import_events", type=Path, metavar="PAGES.jsonl", help="first import a full export"
+    )
+    first.add_argument("--adopt", metavar="URL_OR_FILE", help="first adopt an existing sitemap or sitemap index")
+    loc.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="where the published files are copied (only files an earlier local run wrote there are replaced)",
+    )
     loc.add_argument("--report", type=Path, metavar="FILE", help="write the per-wave report as JSON")
     loc.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint to use instead of moto")
     loc.add_argument(
@@ -202,7 +218,10 @@ def _build(args: argparse.Namespace) -> int:
 def _local(args: argparse.Namespace) -> int:
     from sitemap_updater.local.runner import LocalRun, read_events_file
 
-    missing = [str(p) for p in args.events if not p.is_file()]
+    if not args.events and args.import_events is None and args.adopt is None:
+        print("sitemap-updater: local needs --events, --import or --adopt", file=sys.stderr)
+        return EXIT_USAGE
+    missing = [str(p) for p in [*args.events, args.import_events] if p is not None and not p.is_file()]
     if missing:
         print(f"sitemap-updater: cannot read {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
@@ -210,17 +229,49 @@ def _local(args: argparse.Namespace) -> int:
     with LocalRun(
         args.site.base_url, args.max_urls_per_file, args.endpoint_url, indexnow_endpoint=args.indexnow_endpoint
     ) as run:
-        print(f"local stack on {run.endpoint_url}: resources created from template.yaml")
+        where = run.endpoint_url or "moto in this process"
+        print(f"local stack on {where}, created from template.yaml:")
+        for logical, physical in run.resources().items():
+            print(f"  {logical}: {physical}")
+        if args.import_events is not None or args.adopt is not None:
+            status = _local_import(run, args)
+            if status != EXIT_OK:
+                return status
         for path in args.events:
             report = run.send_wave(read_events_file(path)).as_dict()
             reports.append(report)
             print(_wave_summary(path, report))
-        run.download(args.out)
+        for error in run.errors:
+            print(f"  a function failed and its batch was retried: {error}", file=sys.stderr)
+        try:
+            run.download(args.out)
+        except FileExistsError as exc:
+            print(f"sitemap-updater: nothing copied: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         if args.log is not None:
             args.log.write_text("\n".join(run.logs) + "\n", encoding="utf-8")
     if args.report is not None:
         args.report.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"published files copied to {args.out}")
+    return EXIT_OK
+
+
+def _local_import(run: LocalRun, args: argparse.Namespace) -> int:
+    from sitemap_updater.local.runner import read_events_file
+    from sitemap_updater.service.adopt import sitemap_events
+
+    source = args.import_events or args.adopt
+    try:
+        bodies = read_events_file(args.import_events) if args.import_events else list(sitemap_events(args.adopt))
+    except (OSError, ValueError) as exc:
+        print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    result = run.import_site(bodies)
+    for line, reason in result.rejections:
+        print(f"{source}:{line}: rejected: {reason}", file=sys.stderr)
+    written = sum(len(s.put) for s in result.sections)
+    print(f"import ({source}): {result.pages:,} pages, {written:,} sitemap files published, "
+          f"{len(result.rejections):,} rejected")  # fmt: skip
     return EXIT_OK
 
 

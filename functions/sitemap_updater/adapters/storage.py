@@ -37,6 +37,7 @@ class SitemapBucket:
     def __init__(self, client: S3Client, bucket: str) -> None:
         self._client = client
         self.bucket = bucket
+        self._present: set[str] = set()  # names put_if_absent has seen in the bucket
 
     def _current(self, name: str) -> tuple[str, int] | None:
         try:
@@ -73,6 +74,33 @@ class SitemapBucket:
                 raise
             return True
         raise StalePublish(f"{name}: the object kept changing during {_MAX_ATTEMPTS} attempts to publish it")
+
+    def put_if_absent(self, name: str, data: bytes) -> bool:
+        """Write ``data`` unless an object of that name exists (``If-None-Match: *``); True when written.
+
+        For a file whose content never changes under its name (the IndexNow key file). It makes no read, so
+        it needs ``s3:PutObject`` only: without ``s3:ListBucket``, S3 answers 403, not 404, for a missing key.
+        Once this process has seen the object there, it does not ask again."""
+        if name in self._present:
+            return False
+        try:
+            self._client.put_object(
+                Bucket=self.bucket,
+                Key=name,
+                Body=data,
+                ContentType=content_type(name),
+                CacheControl="public, max-age=3600",
+                Metadata={"seq": "0"},
+                IfNoneMatch="*",
+            )
+        except ClientError as exc:
+            # 412: it exists. 409: a concurrent conditional write of the same name is in flight.
+            if exc.response.get("Error", {}).get("Code") not in ("PreconditionFailed", "ConditionalRequestConflict"):
+                raise
+            self._present.add(name)
+            return False
+        self._present.add(name)
+        return True
 
     def delete(self, name: str) -> None:
         self._client.delete_object(Bucket=self.bucket, Key=name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -11,6 +12,7 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sitemap_updater.service.ingest import DeadLettered, Rejected, ingest_message
+from sitemap_updater.service.rebuild import MarkBatch
 from sitemap_updater.service.runtime import current_pipeline
 
 logger = Logger()
@@ -18,9 +20,9 @@ metrics = Metrics()
 processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel)
 
 
-def record_handler(record: SqsRecordModel) -> None:
+def record_handler(record: SqsRecordModel, marks: MarkBatch | None = None) -> None:
     receives = int(record.attributes.ApproximateReceiveCount or 1)
-    result = ingest_message(str(record.body), record.messageId, current_pipeline(), receives)
+    result = ingest_message(str(record.body), record.messageId, current_pipeline(), receives, marks)
     if isinstance(result, DeadLettered):
         logger.error("event failed on every receive", extra={"reason": result.reason, "message_id": record.messageId})
         metrics.add_metric(name="EventsDeadLettered", unit=MetricUnit.Count, value=1)
@@ -39,6 +41,10 @@ def record_handler(record: SqsRecordModel) -> None:
 @logger.inject_lambda_context
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return dict(
-        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    # The batch's rebuild marks go out together, one message per section, once every record is recorded.
+    marks = MarkBatch(current_pipeline())
+    response = process_partial_response(
+        event=event, record_handler=partial(record_handler, marks=marks), processor=processor, context=context
     )
+    marks.flush()
+    return dict(response)

@@ -1,4 +1,10 @@
-"""Run the real handlers against a local AWS endpoint, one wave of events at a time, and report each wave."""
+"""Run the real handlers on a local AWS, one wave of events at a time, and report each wave.
+
+The local AWS is moto in this process (or any AWS-compatible endpoint), with the stack of template.yaml. Each
+function runs under its own IAM policy from the template. Waves are fed to the ingest queue in slices of
+:data:`FEED` events and the queues drained after each slice, upstream first (ingest, then rebuilds, index,
+notifications), so that no queue grows with the size of the input and a run stays linear in it.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import contextlib
 import hashlib
 import importlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -16,7 +23,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sitemap_updater.local.stack import REGION, LocalStack, create_stack, session
+from sitemap_updater.local import moto_speedups
+from sitemap_updater.local.iam import Enforcer
+from sitemap_updater.local.stack import REGION, EventSource, LocalStack, create_stack, session
+from sitemap_updater.service.bulk_import import ImportResult, import_events
 from sitemap_updater.service.index import IndexRebuild
 from sitemap_updater.service.ingest import IngestResult, Rejected
 from sitemap_updater.service.notify import NotifyResult
@@ -27,6 +37,8 @@ from sitemap_updater.settings import Settings
 
 TEMPLATE = Path(__file__).resolve().parents[3] / "template.yaml"
 _MAX_ROUNDS = 10_000
+FEED = 1_000  # events on the ingest queue at most, as a slice of a wave
+WRITTEN = ".sitemap-updater-local.json"  # in --out: the files a local run wrote there (the only ones it replaces)
 # Handler modules bind their loggers' stream once, at import: one sink for every local run of this process.
 _LOG_SINK = io.StringIO()
 
@@ -74,7 +86,7 @@ class WaveReport:
 
 
 class LocalRun:
-    """A local stack (moto in server mode unless ``endpoint_url`` is given) driven wave by wave."""
+    """A local stack (moto in this process unless ``endpoint_url`` is given) driven wave by wave."""
 
     def __init__(
         self,
@@ -88,15 +100,13 @@ class LocalRun:
         indexnow_key: str = "local-indexnow-key-0001",
         parameters: dict[str, str] | None = None,
     ) -> None:
-        self._server: Any = None
+        moto_speedups.apply()  # also speeds up a moto server this process runs (the tests')
+        self._mock: Any = None
         if endpoint_url is None:
-            from moto.server import ThreadedMotoServer
+            from moto import mock_aws
 
-            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request on the console
-            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-            self._server.start()
-            host, port = self._server.get_host_and_port()
-            endpoint_url = f"http://{host}:{port}"
+            self._mock = mock_aws()
+            self._mock.start()
         self.endpoint_url = endpoint_url
         parameters = {"SiteUrl": site_url, "IndexNowKey": indexnow_key, **(parameters or {})}
         if max_urls_per_file is not None:
@@ -110,11 +120,15 @@ class LocalRun:
         self.settings = Settings.from_env(self.stack.environment)
         self._results: list[object] = []
         extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
+        # One pipeline: while a handler runs, its calls are checked against its function's policy; outside
+        # (the operator's import, tests) nothing is restricted.
+        self.iam = Enforcer(self.stack.policies)
         self.pipeline = Pipeline.connect(
-            self.settings, session().client, endpoint_url, observe=self._results.append, **extra
+            self.settings, self.iam.guarded(session().client), endpoint_url, observe=self._results.append, **extra
         )
         self._sqs = session().client("sqs", endpoint_url=endpoint_url)
         self.logs: list[str] = []
+        self.errors: list[str] = []  # invocations that raised (their batches were retried)
         self._arns: dict[str, str] = {}
         self._wave = 0
         self._dead = 0
@@ -127,31 +141,37 @@ class LocalRun:
         self._wave += 1
         report = WaveReport(self._wave)
         ingest_url = self.stack.queue_url("IngestQueue")
-        batch: list[str] = []
-        for body in bodies:
-            batch.append(body)
-            if len(batch) == 10:
-                self._send_batch(ingest_url, batch)
-                batch = []
-        if batch:
-            self._send_batch(ingest_url, batch)
         self._results.clear()
-        self.drain()
-        self._collect(report)
+        events = iter(bodies)
+        while True:
+            feed = list(itertools.islice(events, FEED))
+            for start in range(0, len(feed), 10):
+                self._send_batch(ingest_url, feed[start : start + 10])
+            self.drain()
+            self._collect(report)
+            if len(feed) < FEED:
+                break
+        self._count_dead_letters(report)
         return report
+
+    def import_site(self, bodies: Iterable[str]) -> ImportResult:
+        """Load a whole site into the stack as ``sitemap-updater import`` does (the operator's credentials)."""
+        return import_events(bodies, self.pipeline)
 
     def _send_batch(self, url: str, bodies: list[str]) -> None:
         entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies)]
         self._sqs.send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
 
     def drain(self) -> None:
-        """Invoke each function on its queue, in the template's batch sizes, until no queue has messages."""
+        """Invoke each function on its queue, in the template's batch sizes, until no queue has messages:
+        upstream first, each queue until it is empty, so changes coalesce as they do behind a busy poller."""
         use_pipeline(self.pipeline)
         try:
             for _ in range(_MAX_ROUNDS):
                 progressed = False
-                for source in self.stack.sources:  # every function gets its turn each round
-                    progressed |= self._poll(source.queue_url, source.handler, source.batch_size)
+                for source in self.stack.sources:
+                    while self._poll(source):
+                        progressed = True
                 if not progressed and all(self._depth(s.queue_url) == 0 for s in self.stack.sources):
                     return
             raise RuntimeError("queues did not drain")
@@ -164,14 +184,25 @@ class LocalRun:
         )["Attributes"]
         return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
-    def _poll(self, url: str, handler_path: str, batch_size: int) -> bool:
-        received = self._sqs.receive_message(
-            QueueUrl=url,
-            MaxNumberOfMessages=min(batch_size, 10),
-            AttributeNames=["All"],
-            MessageAttributeNames=["All"],
-            WaitTimeSeconds=0,
-        ).get("Messages", [])
+    def _receive(self, source: EventSource) -> list[Any]:
+        """One batch as Lambda's poller gathers it: up to the source's batch size, ten per ReceiveMessage."""
+        received: list[Any] = []
+        while len(received) < source.batch_size:
+            messages = self._sqs.receive_message(
+                QueueUrl=source.queue_url,
+                MaxNumberOfMessages=min(source.batch_size - len(received), 10),
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+                WaitTimeSeconds=0,
+            ).get("Messages", [])
+            received += messages
+            if len(messages) < 10 or source.queue_url.endswith(".fifo"):
+                break  # a FIFO batch is one receive: a group's next messages wait until these are done
+        return received
+
+    def _poll(self, source: EventSource) -> bool:
+        url = source.queue_url
+        received = self._receive(source)
         if not received:
             return False
         arn = self._arns.get(url)
@@ -179,11 +210,19 @@ class LocalRun:
             arn = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             self._arns[url] = arn
         event = {"Records": [_sqs_record(message, arn) for message in received]}
-        response = self._invoke(handler_path, event)
-        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        with self.iam.acting_as(source.function):
+            try:
+                response = self._invoke(source.handler, event)
+                failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+            except Exception as exc:  # as on Lambda: a failed invocation leaves its whole batch to be retried
+                self.errors.append(f"{source.function}: {type(exc).__name__}: {exc}")
+                failed = {m["MessageId"] for m in received}
+        # As the event source mapping does: delete what succeeded, let failures reappear.
         done = [m for m in received if m["MessageId"] not in failed]
-        if done:  # as the event source mapping does: delete what succeeded, let failures reappear
-            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]
+        for start in range(0, len(done), 10):
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
+            ]
             self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
         for message in received:
             if message["MessageId"] in failed:
@@ -229,6 +268,9 @@ class LocalRun:
                 report.invalidation_batches += 1 if result.invalidated else 0
             elif isinstance(result, NotifyResult):
                 report.notifications += [n.as_dict() for n in [*result.sent, *result.rejected]]
+        self._results.clear()
+
+    def _count_dead_letters(self, report: WaveReport) -> None:
         dead = self._depth(self.stack.queue_url("IngestDeadLetterQueue"))
         report.dlq, self._dead = dead - self._dead, dead
 
@@ -239,18 +281,33 @@ class LocalRun:
         found = {name: bucket.read(name) for name in bucket.names() if everything or name.endswith((".xml", ".xml.gz"))}
         return {name: data for name, data in found.items() if data is not None}
 
-    def download(self, out_dir: Path) -> None:
-        """Copy the bucket into ``out_dir`` (replacing what a previous run left there)."""
+    def download(self, out_dir: Path) -> list[str]:
+        """Copy the bucket into ``out_dir``; returns the names written. Only files an earlier local run wrote
+        there (listed in ``.sitemap-updater-local.json``) are replaced or removed; any other file in the way
+        stops the copy before anything is written (FileExistsError)."""
+        files = self.published(everything=True)
+        record = out_dir / WRITTEN
+        previous = set(json.loads(record.read_text(encoding="utf-8"))) if record.is_file() else set()
+        in_the_way = sorted(name for name in files if (out_dir / name).exists() and name not in previous)
+        if in_the_way:
+            raise FileExistsError(f"{out_dir} holds files a local run did not write: {', '.join(in_the_way)}")
         out_dir.mkdir(parents=True, exist_ok=True)
-        for stale in [*out_dir.glob("sitemap*.xml*"), *out_dir.glob("*.txt")]:
-            stale.unlink()
-        for name, data in self.published(everything=True).items():
+        for gone in sorted(previous - set(files)):
+            (out_dir / gone).unlink(missing_ok=True)
+        for name, data in sorted(files.items()):
             (out_dir / name).write_bytes(data)
+        record.write_text(json.dumps(sorted(files)) + "\n", encoding="utf-8")
+        return sorted(files)
+
+    def resources(self) -> dict[str, str]:
+        """The physical name (URL, ID) of every resource created, by logical ID."""
+        return dict(sorted(self.stack.physical.items()))
 
     def close(self) -> None:
         use_pipeline(None)
-        if self._server is not None:
-            self._server.stop()
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
 
     def __enter__(self) -> LocalRun:
         return self

@@ -14,6 +14,8 @@ from typing import Any
 import boto3
 import yaml
 
+from sitemap_updater.local.iam import Names, Policy, function_policies, resolve
+
 REGION = "us-east-1"
 _QUEUE_ATTRIBUTES = (
     "VisibilityTimeout",
@@ -62,13 +64,15 @@ class EventSource:
 
 @dataclass(slots=True)
 class LocalStack:
-    """Physical names of what was created, the functions' environment, and their SQS event sources."""
+    """Physical names of what was created, the functions' environment and IAM policies, and their SQS event
+    sources. ``endpoint_url`` is None for moto in this process."""
 
-    endpoint_url: str
+    endpoint_url: str | None
     physical: dict[str, str] = field(default_factory=dict)
     arns: dict[str, str] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
     sources: list[EventSource] = field(default_factory=list)
+    policies: dict[str, Policy] = field(default_factory=dict)
 
     def queue_url(self, logical_id: str) -> str:
         return self.physical[logical_id]
@@ -83,8 +87,9 @@ def session() -> boto3.session.Session:
     )
 
 
-def create_stack(template_path: Path, endpoint_url: str, parameters: dict[str, str], name: str) -> LocalStack:
-    """Create every queue, table, bucket and distribution of the template, and resolve the functions' env."""
+def create_stack(template_path: Path, endpoint_url: str | None, parameters: dict[str, str], name: str) -> LocalStack:
+    """Create every queue, table, bucket and distribution of the template; resolve the functions' environment
+    and IAM policies."""
     template = load_template(template_path)
     resources: dict[str, Any] = template["Resources"]
     params = {key: str(spec.get("Default", "")) for key, spec in template.get("Parameters", {}).items()}
@@ -119,26 +124,31 @@ def create_stack(template_path: Path, endpoint_url: str, parameters: dict[str, s
         props = spec.get("Properties", {})
         if spec["Type"] == "AWS::DynamoDB::Table":
             table = f"{name}-{logical}"
-            dynamodb.create_table(
+            created_table = dynamodb.create_table(
                 TableName=table,
                 KeySchema=props["KeySchema"],
                 AttributeDefinitions=props["AttributeDefinitions"],
                 BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"),
             )
             stack.physical[logical] = table
+            stack.arns[logical] = created_table["TableDescription"]["TableArn"]
         elif spec["Type"] == "AWS::S3::Bucket":
             bucket = f"{name}-{logical}".lower()
             s3.create_bucket(Bucket=bucket)
             if props.get("VersioningConfiguration", {}).get("Status") == "Enabled":
                 s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
             stack.physical[logical] = bucket
+            stack.arns[logical] = f"arn:aws:s3:::{bucket}"
     for logical, spec in resources.items():
         if spec["Type"] == "AWS::CloudFront::Distribution":
             origin = next(v for k, v in stack.physical.items() if resources[k]["Type"] == "AWS::S3::Bucket")
             created = cloudfront.create_distribution(DistributionConfig=_distribution_config(name, origin))
             stack.physical[logical] = created["Distribution"]["Id"]
+            stack.arns[logical] = created["Distribution"]["ARN"]
     variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
-    stack.environment = {key: _resolve(value, stack.physical, params) for key, value in variables.items()}
+    names = Names(params, stack.physical, stack.arns, template.get("Conditions", {}))
+    stack.environment = {key: str(resolve(value, names)) for key, value in variables.items()}
+    stack.policies = function_policies(template, names)
     for logical, spec in resources.items():
         if spec["Type"] != "AWS::Serverless::Function":
             continue
@@ -148,13 +158,6 @@ def create_stack(template_path: Path, endpoint_url: str, parameters: dict[str, s
                 size = int(source["Properties"].get("BatchSize", 10))
                 stack.sources.append(EventSource(logical, spec["Properties"]["Handler"], stack.physical[queue], size))
     return stack
-
-
-def _resolve(value: Any, physical: dict[str, str], params: dict[str, str]) -> str:
-    if isinstance(value, dict) and "Ref" in value:
-        ref = value["Ref"]
-        return params[ref] if ref in params else physical[ref]
-    return str(value)
 
 
 def _distribution_config(name: str, bucket: str) -> Any:

@@ -13,7 +13,7 @@ from sitemap_updater.core.events import PageEvent, parse_event, parse_w3c
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import requeue
+from sitemap_updater.service.rebuild import MarkBatch, requeue
 
 _ATTEMPTS = 5
 
@@ -50,15 +50,16 @@ class DeadLettered:
 
 
 def ingest_message(
-    body: str, message_id: str, pipeline: Pipeline, receive_count: int = 1
+    body: str, message_id: str, pipeline: Pipeline, receive_count: int = 1, marks: MarkBatch | None = None
 ) -> IngestResult | Rejected | DeadLettered:
     """Ingest one SQS message. A malformed event goes straight to the dead-letter queue with its reason
     (as the ``reason`` message attribute), so it never blocks or fails the rest of its batch. An event that
     fails (raises) is retried by SQS, and on the queue's last allowed receive goes to the dead-letter queue
-    with its error as the reason, instead of being moved there by SQS without one."""
+    with its error as the reason, instead of being moved there by SQS without one. With ``marks``, the
+    rebuild marks of a recorded change are added there (the caller flushes them) instead of sent at once."""
     result: IngestResult | Rejected | DeadLettered
     try:
-        result = ingest(body, pipeline)
+        result = ingest(body, pipeline, marks)
     except EventRejected as exc:
         reason = str(exc)
         pipeline.dead_letters.send_raw(body, {"reason": reason[:1000], "source_message_id": message_id})
@@ -79,19 +80,21 @@ class IngestConflict(RuntimeError):
     """The page kept changing under this event; SQS will deliver it again."""
 
 
-def ingest(body: str | bytes | dict[str, Any], pipeline: Pipeline) -> IngestResult:
+def ingest(body: str | bytes | dict[str, Any], pipeline: Pipeline, marks: MarkBatch | None = None) -> IngestResult:
     """Validate one event and record it. Raises EventRejected (naming the field) for malformed input."""
     parsed = parse_event(body, pipeline.site)
     event = parsed.event
     for _ in range(_ATTEMPTS):
         old = pipeline.store.get_page(event.url)
-        outcome, change = _apply(event, old, pipeline)
+        outcome, change = _apply(event, old, pipeline, marks)
         if outcome is not None:
             return IngestResult(outcome, event.url, change, parsed.warnings, parsed.unknown_fields)
     raise IngestConflict(f"{event.url}: changed concurrently {_ATTEMPTS} times; will be retried")
 
 
-def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tuple[Outcome | None, str | None]:
+def _apply(
+    event: PageEvent, old: PageRecord | None, pipeline: Pipeline, marks: MarkBatch | None
+) -> tuple[Outcome | None, str | None]:
     """One optimistic attempt; (None, None) when another writer got in first."""
     state = state_from_event(event)
     if old is not None and event.type == "upsert" and event.lastmod is None and old.kind == "live":
@@ -124,7 +127,10 @@ def _apply(event: PageEvent, old: PageRecord | None, pipeline: Pipeline) -> tupl
         return (Outcome.NOOP, None) if pipeline.store.record_rank(write, expected) else (None, None)
     if not pipeline.store.record_change(write, expected, old.section if old is not None else None):
         return None, None
-    requeue(pipeline, write)
+    if marks is None:
+        requeue(pipeline, write)
+    else:
+        marks.add(write)
     return Outcome.ACCEPTED, write.change or None
 
 

@@ -30,8 +30,8 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
     messages (so FIFO order holds); other sections still publish."""
     by_section: dict[str, list[tuple[str, DirtyMark]]] = defaultdict(list)
     for record in records:
-        mark = DirtyMark.from_message(json.loads(record["body"]))
-        by_section[mark.section].append((record["messageId"], mark))
+        for mark in DirtyMark.from_message(json.loads(record["body"])):
+            by_section[mark.section].append((record["messageId"], mark))
     outcome = BatchOutcome([], [], {})
     for section in sorted(by_section):
         items = by_section[section]
@@ -40,7 +40,9 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
             outcome.sections.append(done)
             pipeline.observe(done)
         except Exception as exc:
-            outcome.failures += [message_id for message_id, _ in items]
+            outcome.failures += [
+                m for m in dict.fromkeys(message_id for message_id, _ in items) if m not in outcome.failures
+            ]
             outcome.errors[section] = f"{type(exc).__name__}: {exc}"
     return outcome
 

@@ -139,7 +139,7 @@ def _indexnow(
     if not fresh:
         return
     key = settings.indexnow_key
-    pipeline.bucket.publish(f"{key}.txt", key.encode(), 1)  # the key file, served at the site root by the CDN
+    pipeline.bucket.put_if_absent(f"{key}.txt", key.encode())  # the key file, served at the site root by the CDN
     host = urlsplit(pipeline.site.base_url).netloc
     for start in range(0, len(fresh), MAX_URLS_PER_REQUEST):
         chunk = fresh[start : start + MAX_URLS_PER_REQUEST]

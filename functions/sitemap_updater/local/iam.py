@@ -1,0 +1,287 @@
+"""Each function's IAM policy from template.yaml, enforced on its AWS clients in local runs and tests.
+
+The template stays the one source: the statements of every function's ``Policies`` are resolved against the
+local stack's physical names and ARNs, and a botocore hook in front of every call of a function's clients
+allows or denies it as IAM would (Allow statements, action and resource wildcards). A denied call answers what
+AWS answers (403 ``AccessDenied``), and so does S3 for a missing key when the function may not list the bucket:
+HeadObject and GetObject say 403, not 404, without ``s3:ListBucket``.
+
+SAM policy templates (``DynamoDBCrudPolicy`` and friends) are refused: the template names the actions each
+function uses, so that a missing or an extra permission shows up in the tests.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlsplit
+
+from botocore.awsrequest import AWSResponse, HTTPHeaders
+
+ACCOUNT = "123456789012"
+PARTITION = "aws"
+
+# API operations whose IAM action has another name; every other operation is "<service>:<operation>".
+_ACTIONS = {
+    ("s3", "HeadObject"): "s3:GetObject",
+    ("s3", "ListObjectsV2"): "s3:ListBucket",
+    ("s3", "ListObjects"): "s3:ListBucket",
+    ("sqs", "SendMessageBatch"): "sqs:SendMessage",
+    ("sqs", "DeleteMessageBatch"): "sqs:DeleteMessage",
+    ("sqs", "ChangeMessageVisibilityBatch"): "sqs:ChangeMessageVisibility",
+}
+# TransactWriteItems has no IAM action of its own: each item needs the action of its kind on its table.
+_TRANSACT = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+
+
+class PolicyError(ValueError):
+    """A function's policy in the template is not something this evaluator can check."""
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+
+    def allows(self, action: str, resource: str) -> bool:
+        return any(_matches(p, action, case=False) for p in self.actions) and any(
+            _matches(p, resource, case=True) for p in self.resources
+        )
+
+
+@dataclass(slots=True)
+class Policy:
+    """One function's statements, and what its calls asked for (for the tests' least-privilege checks)."""
+
+    function: str
+    statements: list[Statement]
+    used: set[tuple[str, str]] = field(default_factory=set)  # (action, resource) allowed
+    denied: list[str] = field(default_factory=list)
+
+    def allows(self, action: str, resource: str) -> bool:
+        if any(s.allows(action, resource) for s in self.statements):
+            self.used.add((action, resource))
+            return True
+        self.denied.append(f"{self.function}: {action} on {resource}")
+        return False
+
+    def granted(self) -> list[tuple[str, str]]:
+        """Every (action pattern, resource pattern) pair the template grants this function."""
+        return [(a, r) for s in self.statements for a in s.actions for r in s.resources]
+
+
+class Enforcer:
+    """Attached to every AWS client of a local run: while a function runs (``acting_as``), each call is allowed
+    or denied by that function's policy; outside a function (the operator, tests) every call is allowed."""
+
+    def __init__(self, policies: dict[str, Policy]) -> None:
+        self.policies = policies
+        self.active: Policy | None = None
+
+    @contextmanager
+    def acting_as(self, function: str) -> Iterator[Policy]:
+        """Run the calls of this block under ``function``'s policy."""
+        previous, self.active = self.active, self.policies[function]
+        try:
+            yield self.active
+        finally:
+            self.active = previous
+
+    def attach(self, client: Any) -> Any:
+        """Check every call of ``client`` (a botocore client); returns the client."""
+        events = client.meta.events
+        events.register("before-parameter-build", _remember_params)
+        events.register("before-call", self._before_call)
+        events.register("after-call.s3.HeadObject", self._missing_key)
+        events.register("after-call.s3.GetObject", self._missing_key)
+        return client
+
+    def guarded(self, make_client: Callable[..., Any]) -> Callable[..., Any]:
+        """A client factory whose clients are checked."""
+
+        def make(service_name: str, **kwargs: Any) -> Any:
+            return self.attach(make_client(service_name, **kwargs))
+
+        return make
+
+    def _before_call(self, model: Any, context: dict[str, Any], **_kwargs: Any) -> Any:
+        policy = self.active
+        if policy is None:
+            return None
+        service = model.service_model.endpoint_prefix
+        for action, resource in requests(service, model.name, context.get(_PARAMS, {})):
+            if not policy.allows(action, resource):
+                message = f"User: {policy.function} is not authorized to perform: {action} on resource: {resource}"
+                return _denied(service, model.name, message)
+        return None
+
+    def _missing_key(
+        self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_kwargs: Any
+    ) -> None:
+        policy = self.active
+        if policy is None or http_response.status_code != 404:
+            return
+        bucket_arn = f"arn:{PARTITION}:s3:::{context.get(_PARAMS, {}).get('Bucket', '')}"
+        if any(s.allows("s3:ListBucket", bucket_arn) for s in policy.statements):
+            return
+        http_response.status_code = 403
+        code = "403" if model.name == "HeadObject" else "AccessDenied"
+        parsed["Error"] = {"Code": code, "Message": "Forbidden" if code == "403" else "Access Denied"}
+        parsed.setdefault("ResponseMetadata", {})["HTTPStatusCode"] = 403
+
+
+_PARAMS = "sitemap_updater_params"
+
+
+def _remember_params(params: dict[str, Any], context: dict[str, Any], **_kwargs: Any) -> None:
+    context[_PARAMS] = params
+
+
+def _denied(service: str, operation: str, message: str) -> tuple[AWSResponse, dict[str, Any]]:
+    code = "AccessDeniedException" if service in ("dynamodb", "secretsmanager") else "AccessDenied"
+    if service == "s3" and operation == "HeadObject":
+        code = "403"
+    parsed = {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": 403}}
+    return AWSResponse("", 403, HTTPHeaders(), None), parsed
+
+
+def requests(service: str, operation: str, params: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (IAM action, resource ARN) pairs one API call needs."""
+    region = "us-east-1"
+    if service == "dynamodb":
+        table = f"arn:{PARTITION}:dynamodb:{region}:{ACCOUNT}:table/"
+        if operation == "TransactWriteItems":
+            return [
+                (f"dynamodb:{_TRANSACT[kind]}", table + op["TableName"])
+                for item in params.get("TransactItems", [])
+                for kind, op in item.items()
+            ]
+        if operation in ("BatchWriteItem", "BatchGetItem"):
+            return [(f"dynamodb:{operation}", table + name) for name in params.get("RequestItems", {})]
+        return [(f"dynamodb:{operation}", table + str(params.get("TableName", "")))]
+    action = _ACTIONS.get((service, operation), f"{service}:{operation}")
+    if service == "s3":
+        bucket = f"arn:{PARTITION}:s3:::{params.get('Bucket', '')}"
+        return [(action, bucket if "Key" not in params else f"{bucket}/{params['Key']}")]
+    if service == "sqs":
+        path = urlsplit(str(params.get("QueueUrl", ""))).path.strip("/").split("/")
+        account, name = (path[0], path[-1]) if len(path) >= 2 else (ACCOUNT, path[-1])
+        return [(action, f"arn:{PARTITION}:sqs:{region}:{account}:{name}")]
+    if service == "cloudfront":
+        distribution = params.get("DistributionId", params.get("Id", ""))
+        return [(action, f"arn:{PARTITION}:cloudfront::{ACCOUNT}:distribution/{distribution}")]
+    if service == "secretsmanager":
+        return [(action, str(params.get("SecretId", "")))]
+    return [(action, "*")]
+
+
+def _matches(pattern: str, value: str, case: bool) -> bool:
+    return _compiled(pattern, case).fullmatch(value) is not None
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str, case: bool) -> re.Pattern[str]:
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile(regex, 0 if case else re.IGNORECASE)
+
+
+# --- reading the template ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Names:
+    """What the template's intrinsic functions resolve to in one local stack."""
+
+    params: dict[str, str]
+    physical: dict[str, str]  # logical ID -> name, URL or ID
+    arns: dict[str, str]  # logical ID -> ARN
+    conditions: dict[str, Any]
+
+    def ref(self, name: str) -> str:
+        pseudo = {"AWS::Partition": PARTITION, "AWS::AccountId": ACCOUNT, "AWS::Region": "us-east-1"}
+        if name in pseudo:
+            return pseudo[name]
+        if name in self.params:
+            return self.params[name]
+        return self.physical[name]
+
+    def attribute(self, logical: str, attribute: str) -> str:
+        if attribute == "Arn":
+            return self.arns[logical]
+        if attribute == "QueueName":
+            return self.arns[logical].rsplit(":", 1)[-1]
+        raise PolicyError(f"{logical}.{attribute}: not an attribute this evaluator resolves")
+
+
+_NO_VALUE = object()
+
+
+def resolve(value: Any, names: Names) -> Any:
+    """Resolve Ref, Fn::GetAtt, Fn::Sub, Fn::If, Fn::Equals and Fn::Not; AWS::NoValue drops the value."""
+    if isinstance(value, list):
+        return [v for v in (resolve(item, names) for item in value) if v is not _NO_VALUE]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"Ref"}:
+        return _NO_VALUE if value["Ref"] == "AWS::NoValue" else names.ref(value["Ref"])
+    if set(value) == {"Fn::GetAtt"}:
+        logical, attribute = value["Fn::GetAtt"]
+        return names.attribute(logical, attribute)
+    if set(value) == {"Fn::Sub"}:
+        return re.sub(r"\$\{([^}]+)\}", lambda m: _sub(m.group(1), names), value["Fn::Sub"])
+    if set(value) == {"Fn::If"}:
+        condition, when_true, when_false = value["Fn::If"]
+        return resolve(when_true if _condition(condition, names) else when_false, names)
+    return {key: resolve(item, names) for key, item in value.items()}
+
+
+def _sub(expression: str, names: Names) -> str:
+    if "." in expression:
+        logical, attribute = expression.split(".", 1)
+        return names.attribute(logical, attribute)
+    return names.ref(expression)
+
+
+def _condition(name: str, names: Names) -> bool:
+    def evaluate(node: Any) -> Any:
+        if isinstance(node, dict) and "Fn::Not" in node:
+            return not evaluate(node["Fn::Not"][0])
+        if isinstance(node, dict) and "Fn::Equals" in node:
+            left, right = (resolve(v, names) for v in node["Fn::Equals"])
+            return left == right
+        if isinstance(node, dict) and "Condition" in node:
+            return _condition(node["Condition"], names)
+        return resolve(node, names)
+
+    return bool(evaluate(names.conditions[name]))
+
+
+def function_policies(template: dict[str, Any], names: Names) -> dict[str, Policy]:
+    """Every function's policy, by logical ID."""
+    policies: dict[str, Policy] = {}
+    for logical, spec in template["Resources"].items():
+        if spec["Type"] != "AWS::Serverless::Function":
+            continue
+        statements: list[Statement] = []
+        for entry in resolve(spec["Properties"].get("Policies", []), names):
+            if not isinstance(entry, dict) or set(entry) != {"Statement"}:
+                raise PolicyError(f"{logical}: only inline Statement policies are checked, not {entry!r}")
+            statements += [_statement(logical, s) for s in entry["Statement"]]
+        policies[logical] = Policy(logical, statements)
+    return policies
+
+
+def _statement(logical: str, raw: dict[str, Any]) -> Statement:
+    if (
+        raw.get("Effect") != "Allow"
+        or not {"Action", "Resource"} <= set(raw)
+        or set(raw) - {"Effect", "Action", "Resource", "Sid"}
+    ):
+        raise PolicyError(f"{logical}: only Allow statements with Action and Resource are checked: {raw!r}")
+    return Statement(tuple(_strings(raw["Action"])), tuple(_strings(raw["Resource"])))
+
+
+def _strings(value: Any) -> Iterable[str]:
+    return [value] if isinstance(value, str) else [str(v) for v in value]
