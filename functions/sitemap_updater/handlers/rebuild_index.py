@@ -20,8 +20,8 @@ metrics = Metrics()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     records = event.get("Records", [])
     done, failures = index_batch(records, current_pipeline())
-    if done is None:
-        logger.exception("index rebuild failed")
+    if isinstance(done, str):
+        logger.error("index rebuild failed; its requests will be retried", extra={"error": done})
     else:
         logger.info("index rebuilt", extra={"written": done.written, "files": done.files, "unnamed": done.unnamed})
         metrics.add_metric(name="IndexWritten", unit=MetricUnit.Count, value=int(done.written))

@@ -7,7 +7,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sitemap_updater.service.runtime import current_notifiers, current_pipeline
+from sitemap_updater.adapters.http import HttpClient
+from sitemap_updater.service.runtime import current_pipeline
 from sitemap_updater.service.sweep import sweep
 
 logger = Logger()
@@ -15,7 +16,7 @@ logger = Logger()
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    done = sweep(current_pipeline(), current_notifiers().http)
+    done = sweep(current_pipeline(), HttpClient())  # for robots.txt only: no Search Console credentials
     logger.info("sweep done", extra={"requeued": done.requeued, "news_expired": done.news_expired})
     if done.robots_warning:
         logger.warning(done.robots_warning)

@@ -48,8 +48,8 @@ class Statement:
     resources: tuple[str, ...]
 
     def allows(self, action: str, resource: str) -> bool:
-        return any(_matches(p, action, case=False) for p in self.actions) and any(
-            _matches(p, resource, case=True) for p in self.resources
+        return any(matches(p, action, case=False) for p in self.actions) and any(
+            matches(p, resource, case=True) for p in self.resources
         )
 
 
@@ -127,6 +127,7 @@ class Enforcer:
             return
         bucket_arn = f"arn:{PARTITION}:s3:::{context.get(_PARAMS, {}).get('Bucket', '')}"
         if any(s.allows("s3:ListBucket", bucket_arn) for s in policy.statements):
+            policy.used.add(("s3:ListBucket", bucket_arn))  # what made this answer a 404
             return
         http_response.status_code = 403
         code = "403" if model.name == "HeadObject" else "AccessDenied"
@@ -179,7 +180,8 @@ def requests(service: str, operation: str, params: dict[str, Any]) -> list[tuple
     return [(action, "*")]
 
 
-def _matches(pattern: str, value: str, case: bool) -> bool:
+def matches(pattern: str, value: str, case: bool) -> bool:
+    """IAM's wildcard match: ``*`` any run of characters, ``?`` one; actions ignore case, ARNs do not."""
     return _compiled(pattern, case).fullmatch(value) is not None
 
 

@@ -47,14 +47,15 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
     return outcome
 
 
-def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[IndexRebuild | None, list[str]]:
-    """Any number of index requests give one index rebuild; on failure every message is retried."""
+def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[IndexRebuild | str, list[str]]:
+    """Any number of index requests give one index rebuild; on failure every message is retried and the
+    error (its type and message) is returned in place of the result."""
     try:
         done = rebuild_index(pipeline)
-        pipeline.observe(done)
-        return done, []
-    except Exception:
-        return None, [record["messageId"] for record in records]
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}", [record["messageId"] for record in records]
+    pipeline.observe(done)
+    return done, []
 
 
 def notify_batch(

@@ -1,0 +1,125 @@
+"""Each function runs under the IAM policy template.yaml gives it: nothing it does is denied, and nothing the
+template grants goes unused (a missing or an extra permission fails here, not on AWS)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from pytest_httpserver import HTTPServer
+
+from sitemap_updater.handlers import rebuild_index as index_handler
+from sitemap_updater.handlers import sweep as sweep_handler
+from sitemap_updater.local.iam import Policy, matches
+from sitemap_updater.local.runner import LocalContext, LocalRun
+from sitemap_updater.local.stack import session
+from sitemap_updater.service.runtime import use_pipeline
+from tests.conftest import BASE, event
+from tests.integration.conftest import FIXED_NOW, bodies
+
+NEWS = {
+    "publication_name": "Example Times",
+    "publication_language": "en",
+    "publication_date": "2026-11-21T09:00:00Z",
+    "title": "Fresh",
+}
+
+
+@pytest.fixture
+def indexnow(httpserver: HTTPServer) -> Iterator[str]:
+    httpserver.expect_request("/indexnow", method="POST").respond_with_data("", status=200)
+    yield httpserver.url_for("/indexnow")
+
+
+def _unused(policy: Policy) -> list[str]:
+    return [
+        f"{policy.function}: {action} on {resource}"
+        for action, resource in policy.granted()
+        if not any(matches(action, a, case=False) and matches(resource, r, case=True) for a, r in policy.used)
+    ]
+
+
+def test_every_function_uses_exactly_the_permissions_the_template_grants(moto_endpoint: str, indexnow: str) -> None:
+    with LocalRun(BASE, 2, moto_endpoint, clock=lambda: FIXED_NOW, name="iam-exact", indexnow_endpoint=indexnow) as run:
+        # Given pages in two sections (news among them) and a malformed event, files that split, a page that
+        # moves section, deletes that merge files (so files retire and are cleaned up), and at last a site
+        # with no pages left
+        pages = [event(f"{BASE}/blog/p{i}", version=1, lastmod="2026-11-20") for i in range(5)]
+        pages.append(event(f"{BASE}/news/today", version=1, news=NEWS))
+        malformed = event(f"{BASE}/blog/bad", priority=7)  # rejected: to the dead-letter queue with its reason
+        assert run.send_wave(bodies([*pages, malformed])).dlq == 1
+        moved = event(f"{BASE}/blog/p0", version=2, section="news", lastmod="2026-11-21")
+        deletes = [event(f"{BASE}/blog/p{i}", type="delete", version=3) for i in (1, 2, 3)]
+        run.send_wave(bodies([moved, *deletes]))
+        # And a change whose rebuild was never queued (ingest died after its transaction), found by the sweep
+        session().client("dynamodb", endpoint_url=moto_endpoint).update_item(
+            TableName=run.pipeline.store.table,
+            Key={"pk": {"S": f"page#{BASE}/blog/p4"}, "sk": {"S": "state"}},
+            UpdateExpression="SET pending = :t",
+            ExpressionAttributeValues={":t": {"BOOL": True}},
+        )
+        use_pipeline(run.pipeline)
+        try:
+            with run.iam.acting_as("SweepFunction"):
+                swept = sweep_handler.handler({}, LocalContext("sweep"))
+        finally:
+            use_pipeline(None)
+        assert swept["requeued"] == 1
+        run.drain()
+        left = (f"{BASE}/blog/p0", f"{BASE}/blog/p4", f"{BASE}/news/today")
+        gone = [event(url, type="delete", version=9) for url in left]
+        last = run.send_wave(bodies(gone))
+        # Then nothing any function did was denied
+        policies = run.stack.policies
+        assert [d for p in policies.values() for d in p.denied] == []
+        assert run.errors == []
+        # And every permission the template grants was used by its function
+        assert [u for p in policies.values() for u in _unused(p)] == []
+        assert last.events["accepted"] == 3
+        assert "sitemap.xml" not in run.published()
+
+
+def test_a_call_outside_the_policy_is_denied_as_aws_denies_it(local_run: Any) -> None:
+    run: LocalRun = local_run()
+    bucket = run.pipeline.bucket
+    with run.iam.acting_as("NotifyFunction"), pytest.raises(ClientError) as denied:
+        bucket.read("sitemap.xml")  # the notifier may write its key file, nothing else
+    assert denied.value.response["Error"]["Code"] == "AccessDenied"
+    assert "NotifyFunction is not authorized to perform: s3:GetObject" in str(denied.value)
+    with run.iam.acting_as("IngestFunction"), pytest.raises(ClientError) as scan:
+        run.pipeline.store.pending_pages()  # only the sweep may Scan
+    assert scan.value.response["Error"]["Code"] == "AccessDeniedException"
+
+
+def test_s3_answers_403_for_a_missing_key_without_list_bucket(local_run: Any) -> None:
+    run: LocalRun = local_run()
+    client = run.pipeline.bucket._client
+    with run.iam.acting_as("RebuildIndexFunction"), pytest.raises(ClientError) as with_list:
+        client.head_object(Bucket=run.pipeline.bucket.bucket, Key="sitemap.xml")
+    assert with_list.value.response["Error"]["Code"] == "404"  # the index function may list the bucket
+    key = f"{run.settings.indexnow_key}.txt"
+    with run.iam.acting_as("NotifyFunction"), pytest.raises(ClientError) as without_list:
+        client.head_object(Bucket=run.pipeline.bucket.bucket, Key=key)
+    assert without_list.value.response["Error"]["Code"] == "403"  # the notifier may not: Forbidden, not Not Found
+    with run.iam.acting_as("NotifyFunction"):
+        assert run.pipeline.bucket.put_if_absent(key, b"k") is True  # so its key file is written without a read
+        assert run.pipeline.bucket.put_if_absent(key, b"k") is False
+    assert run.pipeline.bucket.read(key) == b"k"
+
+
+def test_a_failed_index_rebuild_logs_its_cause(local_run: Any, caplog: pytest.LogCaptureFixture) -> None:
+    run: LocalRun = local_run()
+    use_pipeline(run.pipeline)
+    try:
+        with run.iam.acting_as("IngestFunction"):  # a role without the index's permissions: its calls fail
+            response = index_handler.handler(
+                {"Records": [{"messageId": "m1", "body": json.dumps({"section": "blog"})}]}, LocalContext("index")
+            )
+    finally:
+        use_pipeline(None)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    failure = next(r for r in caplog.records if r.getMessage().startswith("index rebuild failed"))
+    assert "AccessDeniedException" in failure.__dict__["error"]
