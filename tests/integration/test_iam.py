@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from botocore.exceptions import ClientError
@@ -64,7 +64,7 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(moto_en
         use_pipeline(run.pipeline)
         try:
             with run.iam.acting_as("SweepFunction"):
-                swept = sweep_handler.handler({}, LocalContext("sweep"))
+                swept = sweep_handler.handler({}, cast(Any, LocalContext("sweep")))
         finally:
             use_pipeline(None)
         assert swept["requeued"] == 1
