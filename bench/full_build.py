@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import cold_start, cost, shard_rebuild
+from bench import cold_start, cost, local_scale, shard_rebuild
 from bench.pages import write_pages
 from bench.tools import CACHE, ROOT, Run, Tool, images_kept, install, measure, tools, validates
 
@@ -170,7 +170,10 @@ def _write_doc(
             f"| {handler} | {total * 1000:.0f} | " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in heaviest) + " |"
         )
     lines += ["", *FINDINGS]
-    DOC.write_text("\n".join(lines), encoding="utf-8")
+    kept = local_scale.keep_section(DOC.read_text(encoding="utf-8")) if DOC.exists() else []
+    if kept:  # measured by bench.local_scale, which `make bench` runs after this
+        lines += ["", *kept]
+    DOC.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 # What the figures mean and what remains; kept with the code that measures it (update when they change).

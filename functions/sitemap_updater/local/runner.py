@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -132,6 +133,8 @@ class LocalRun:
         self._arns: dict[str, str] = {}
         self._wave = 0
         self._dead = 0
+        # An invocation that published no metric (a notifier with nothing to send) is normal here, not news.
+        warnings.filterwarnings("ignore", "No application metrics to publish", UserWarning)
         os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "SitemapUpdater")
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "sitemap-updater")
 
