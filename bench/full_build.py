@@ -170,9 +170,9 @@ def _write_doc(
             f"| {handler} | {total * 1000:.0f} | " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in heaviest) + " |"
         )
     lines += ["", *FINDINGS]
-    kept = local_scale.keep_section(DOC.read_text(encoding="utf-8")) if DOC.exists() else []
-    if kept:  # measured by bench.local_scale, which `make bench` runs after this
-        lines += ["", *kept]
+    local = local_scale.keep_section(DOC.read_text(encoding="utf-8")) if DOC.exists() else []
+    if local:  # measured by bench.local_scale, which `make bench` runs after this
+        lines += ["", *local]
     DOC.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
