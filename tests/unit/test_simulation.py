@@ -16,7 +16,7 @@ from tests.sim.events import Events
 from tests.sim.scheduler import LambdaDied
 from tests.sim.world import Config, Simulation
 
-SEEDS = [*range(1, 21), 137, 670, 1120, 1208, 1266, 1357, 1544, 2282]  # and seeds that once found a bug
+SEEDS = [*range(1, 21), 137, 670, 1120, 1208, 1266, 1357, 1544, 2282, 6187]  # and seeds that once found a bug
 
 
 @pytest.mark.parametrize("seed", SEEDS)
