@@ -39,15 +39,22 @@ class DirtyMark:
     cleanup: bool = False
 
     @classmethod
-    def from_message(cls, body: dict[str, Any]) -> DirtyMark:
+    def from_message(cls, body: dict[str, Any]) -> list[DirtyMark]:
+        """The marks one rebuild message carries: a list of changed pages (``marks``), in the order they
+        changed, or one key (news expiry), one page (a message of an earlier version) or a cleanup request."""
+        section = str(body["section"])
+        if "marks" in body:
+            return [cls(section, m["url"], int(m["key"], 16), m.get("change")) for m in body["marks"]]
         key = body.get("key")
-        return cls(
-            section=str(body["section"]),
-            url=body.get("url"),
-            key=int(key, 16) if isinstance(key, str) else None,
-            change=body.get("change"),
-            cleanup=bool(body.get("cleanup", False)),
-        )
+        return [
+            cls(
+                section=section,
+                url=body.get("url"),
+                key=int(key, 16) if isinstance(key, str) else None,
+                change=body.get("change"),
+                cleanup=bool(body.get("cleanup", False)),
+            )
+        ]
 
 
 @dataclass(slots=True)
@@ -296,18 +303,57 @@ def cleanup_mark(section: str, generation: int) -> tuple[dict[str, Any], str, st
     return body, section_slug(section), hashlib.sha256(f"cleanup|{section}|{generation}".encode()).hexdigest()
 
 
+MAX_MARKS_PER_MESSAGE = 100
+_MAX_MARK_BYTES = 200_000  # under SQS's 256 KiB per message, with URLs of up to 2,047 characters
+
+
+class MarkBatch:
+    """The rebuild marks of recorded changes, sent together: one message per section for up to
+    :data:`MAX_MARKS_PER_MESSAGE` pages, so one rebuild (of up to ten messages) covers many changes. Pages stay
+    ``pending`` until their marks are sent; a crash before :meth:`flush` leaves them for the redelivered events
+    or the sweep to queue."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self._pipeline = pipeline
+        self._pages: list[PageFields] = []
+
+    def add(self, page: PageFields) -> None:
+        self._pages.append(page)
+
+    def flush(self) -> None:
+        """Send the marks (the changed section, and the one a page left), then clear each page's ``pending``."""
+        by_section: dict[str, list[tuple[str, int, str, str | None]]] = defaultdict(list)
+        for page in self._pages:
+            by_section[page.section].append((page.url, page.key, page.rank, page.change or None))
+            if page.moved_from:
+                by_section[page.moved_from].append((page.url, page.key, page.rank, None))
+        for section in sorted(by_section):
+            marks = by_section[section]
+            start = 0
+            while start < len(marks):
+                size, end = 0, start
+                while end < len(marks) and end - start < MAX_MARKS_PER_MESSAGE and size < _MAX_MARK_BYTES:
+                    size += len(marks[end][0]) + 64
+                    end += 1
+                _mark_dirty(self._pipeline, section, marks[start:end])
+                start = end
+        for page in self._pages:
+            self._pipeline.store.clear_pending(page.url, page.rank)
+        self._pages.clear()
+
+
 def requeue(pipeline: Pipeline, page: PageFields) -> None:
     """Queue the rebuild a recorded change needs (its section, and the one it left), then clear ``pending``."""
-    _mark_dirty(pipeline, page.section, page.url, page.key, page.rank, page.change or None)
-    if page.moved_from:
-        _mark_dirty(pipeline, page.moved_from, page.url, page.key, page.rank, None)
-    pipeline.store.clear_pending(page.url, page.rank)
+    marks = MarkBatch(pipeline)
+    marks.add(page)
+    marks.flush()
 
 
-def _mark_dirty(pipeline: Pipeline, section: str, url: str, key: int, rank: str, change: str | None) -> None:
-    """Queue a rebuild of the section that holds ``key``; one FIFO group per section serialises them."""
+def _mark_dirty(pipeline: Pipeline, section: str, marks: list[tuple[str, int, str, str | None]]) -> None:
+    """Queue a rebuild of ``section`` for pages (url, key, rank, change); one FIFO group per section serialises
+    them. The deduplication ID names the pages and their ranks, so a batch sent again is dropped by SQS."""
+    body = {"section": section, "marks": [{"url": u, "key": f"{k:016x}", "change": c} for u, k, _, c in marks]}
+    ranks = "|".join(f"{u}|{r}" for u, _, r, _ in marks)
     pipeline.rebuild_queue.send(
-        {"section": section, "url": url, "key": f"{key:016x}", "change": change},
-        group=section_slug(section),
-        dedup=hashlib.sha256(f"{section}|{url}|{rank}".encode()).hexdigest(),
+        body, group=section_slug(section), dedup=hashlib.sha256(f"{section}|{ranks}".encode()).hexdigest()
     )
