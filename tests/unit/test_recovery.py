@@ -1,0 +1,433 @@
+"""Every recovery step of ingest, rebuild and index: a crash right at that step, then what must follow.
+
+The stack is in memory (the simulation's fakes, no scheduling or random faults); a crash is an exception raised
+before or after one named adapter call. What is published at the end is judged by the independent reference
+model (tests/oracle.py), not by the code under test."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from html import unescape
+from typing import Any
+
+import pytest
+
+from sitemap_updater.adapters.storage import SitemapBucket
+from sitemap_updater.service.index import UNSETTLED, rebuild_index
+from sitemap_updater.service.ingest import Outcome, ingest, ingest_message
+from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.rebuild import DirtyMark, rebuild_section, rebuild_sections
+from sitemap_updater.service.sweep import sweep
+from sitemap_updater.settings import Settings
+from tests import oracle
+from tests.conftest import AS_OF_US, BASE, event
+from tests.sim.fakes import FakeCdn, FakeS3, FakeStore, SimQueue, SimQueueState
+from tests.sim.scheduler import Clock, Faults, Scheduler
+
+NOW = datetime.fromtimestamp(AS_OF_US / 1_000_000, UTC)
+
+
+class Crash(RuntimeError):
+    """The function died here."""
+
+
+class Stack:
+    """The pipeline on in-memory AWS; ``drain`` runs rebuilds and index rebuilds until the queues are empty,
+    leaving a failed batch's messages on their queue (as SQS redelivers them)."""
+
+    def __init__(self, max_urls: int = 3) -> None:
+        self.clock = Clock()
+        sched = Scheduler(random.Random(0), self.clock, Faults(random.Random(0), 0.0))
+        self.store = FakeStore(sched, self.clock)
+        self.s3 = FakeS3(sched)
+        self.cdn = FakeCdn(sched)
+        names = ("rebuild", "index", "notify", "dlq")
+        self.queues = {name: SimQueueState(name, name != "dlq", 30.0, None) for name in names}
+        settings = Settings(
+            site_url=BASE, max_urls_per_file=max_urls, manifest_table="t", bucket_name="b", distribution_id="d",
+            rebuild_queue_url="rebuild", index_queue_url="index", notify_queue_url="notify", ingest_dlq_url="dlq",
+        )  # fmt: skip
+
+        def queue(name: str) -> SimQueue:
+            return SimQueue(sched, self.clock, self.queues[name], name)
+
+        self.pipeline = Pipeline(
+            settings=settings,
+            store=self.store,
+            bucket=SitemapBucket(self.s3, "b"),  # type: ignore[arg-type]
+            cdn=self.cdn,
+            rebuild_queue=queue("rebuild"),
+            index_queue=queue("index"),
+            notify_queue=queue("notify"),
+            dead_letters=queue("dlq"),
+            clock=lambda: NOW,
+        )
+        self.sent: list[dict[str, Any]] = []
+
+    def send(self, *bodies: dict[str, Any]) -> list[Any]:
+        self.sent += bodies
+        return [ingest(json.dumps(body), self.pipeline) for body in bodies]
+
+    def _take(self, name: str) -> list[dict[str, Any]]:
+        state = self.queues[name]
+        taken, state.messages = state.messages[:10], state.messages[10:]
+        return [json.loads(m.body) for m in taken]
+
+    def step(self) -> bool:
+        """One rebuild batch, else one index rebuild; False when both queues are empty."""
+        self.clock.now += 400  # past SQS's deduplication interval, as a redelivery would be
+        for name in ("rebuild", "index"):
+            state = self.queues[name]
+            if not state.messages:
+                continue
+            saved = list(state.messages)
+            bodies = self._take(name)
+            try:
+                if name == "rebuild":
+                    rebuild_sections(self.pipeline, [m for b in bodies for m in DirtyMark.from_message(b)])
+                else:
+                    rebuild_index(self.pipeline)
+            except Crash:
+                state.messages = saved + [m for m in state.messages if m not in saved]
+            return True
+        return False
+
+    def until(self, hits: list[int]) -> None:
+        """Run batches until a crash has happened."""
+        while not hits:
+            assert self.step(), "the crash never happened"
+
+    def drain(self) -> None:
+        for _ in range(100):
+            if not self.step():
+                return
+        raise AssertionError("the queues never drained")
+
+    def notifications(self) -> list[dict[str, Any]]:
+        return [json.loads(m.body) for m in self.queues["notify"].messages]
+
+    def shown(self) -> dict[str, str]:
+        """URL -> element over the files the published index names."""
+        index = self.s3.objects.get("sitemap.xml")
+        if index is None:
+            return {}
+        names = re.findall(r"<loc>https://www\.example\.com/([^<]+)</loc>", index.data.decode())
+        shown: dict[str, str] = {}
+        for name in names:
+            text = gzip.decompress(self.s3.objects[name].data).decode()
+            for element in re.findall(r"<url>.*?</url>", text, re.DOTALL):
+                shown[unescape(element.split("<loc>", 1)[1].split("</loc>", 1)[0])] = element
+        return shown
+
+    def check(self) -> None:
+        """Published = the reference model; every object in the bucket is named by the index."""
+        recorded = {url: page.lastmod for url, page in self.store.pages.items() if page.kind == "live"}
+        assert self.shown() == oracle.expected_elements(self.sent, AS_OF_US, recorded)
+        index = self.s3.objects.get("sitemap.xml")
+        names = re.findall(r"<loc>https://www\.example\.com/([^<]+)</loc>", index.data.decode()) if index else []
+        named = set(names)
+        assert set(self.s3.objects) - {"sitemap.xml"} == named
+
+
+@contextmanager
+def crash(target: object, method: str, after: bool = False, times: int = 1, when: Callable[..., bool] | None = None
+          ) -> Iterator[list[int]]:  # fmt: skip
+    """Make ``target.method`` raise Crash (before the call, or after it) the next ``times`` times it is called
+    (and ``when`` holds for its arguments)."""
+    original = getattr(target, method)
+    hits: list[int] = []
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        due = len(hits) < times and (when is None or when(*args, **kwargs))
+        if due and not after:
+            hits.append(1)
+            raise Crash(f"before {method}")
+        result = original(*args, **kwargs)
+        if due:
+            hits.append(1)
+            raise Crash(f"after {method}")
+        return result
+
+    object.__setattr__(target, method, wrapped)
+    try:
+        yield hits
+    finally:
+        object.__setattr__(target, method, original)
+
+
+def page(name: str, **fields: Any) -> dict[str, Any]:
+    fields.setdefault("lastmod", "2026-11-01")
+    return event(f"{BASE}/blog/{name}", **fields)
+
+
+# --- ingest ------------------------------------------------------------------------------------------------
+def test_a_change_recorded_but_not_queued_is_queued_by_its_redelivery() -> None:
+    stack = Stack()
+    body = page("a", version=1)
+    with crash(stack.pipeline.rebuild_queue, "send") as hits, pytest.raises(Crash):
+        stack.send(body)
+    assert hits and stack.store.pages[body["url"]].pending
+    # the redelivered event is a duplicate (equal rank), and still queues the pending change
+    assert stack.send(body)[0].outcome == Outcome.NOOP
+    assert not stack.store.pages[body["url"]].pending
+    stack.drain()
+    stack.check()
+    assert stack.shown()
+
+
+def test_a_pending_change_is_queued_before_a_newer_event_overwrites_it() -> None:
+    # Given a page that moved from blog to news, recorded but never queued (so blog still lists it)
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
+        stack.send(page("a", version=2, section="news"))
+    # When a newer event for the page arrives
+    stack.send(page("a", version=3, section="news", priority=0.5))
+    stack.drain()
+    # Then the old section no longer lists it
+    stack.check()
+    assert not any(name.startswith("sitemap-blog-") for name in stack.s3.objects)
+
+
+def test_the_sweep_queues_a_change_whose_redelivery_never_came() -> None:
+    stack = Stack()
+    with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
+        stack.send(page("a", version=1))
+    sweep(stack.pipeline)
+    stack.drain()
+    stack.check()
+    assert stack.shown()
+
+
+def test_a_crash_after_queueing_before_clearing_pending_publishes_once() -> None:
+    stack = Stack()
+    with crash(stack.store, "clear_pending"), pytest.raises(Crash):
+        stack.send(page("a", version=1))
+    stack.send(page("a", version=1))
+    stack.drain()
+    stack.check()
+
+
+def test_a_malformed_event_goes_to_the_dead_letter_queue_with_its_reason() -> None:
+    stack = Stack()
+    result = ingest_message(json.dumps(page("a", priority=3)), "m-1", stack.pipeline)
+    assert type(result).__name__ == "Rejected"
+    [dead] = stack.queues["dlq"].messages
+    assert "priority" in dead.attributes["reason"] and dead.attributes["source_message_id"] == "m-1"
+
+
+def test_lastmod_moves_with_content_only() -> None:
+    stack = Stack()
+    url = f"{BASE}/blog/a"
+    stack.send(event(url, version=1, occurred_at="2026-11-10T00:00:00Z"))
+    assert stack.store.pages[url].lastmod == "2026-11-10T00:00:00+00:00"
+    # the same content later without lastmod keeps the old lastmod (a no-op)
+    assert stack.send(event(url, version=2, occurred_at="2026-11-12T00:00:00Z"))[0].outcome == Outcome.NOOP
+    assert stack.store.pages[url].lastmod == "2026-11-10T00:00:00+00:00"
+    # changed content without lastmod takes the moment of the change
+    assert stack.send(event(url, version=3, occurred_at="2026-11-13T00:00:00Z", priority=0.5))[0].outcome == (
+        Outcome.ACCEPTED
+    )
+    assert stack.store.pages[url].lastmod == "2026-11-13T00:00:00+00:00"
+    # an older event is stale
+    assert stack.send(event(url, version=0, priority=0.1))[0].outcome == Outcome.STALE
+    stack.drain()
+    stack.check()
+
+
+def test_a_news_only_edit_is_accepted_and_published() -> None:
+    stack = Stack()
+    news = {"publication_name": "T", "publication_language": "en", "publication_date": "2026-11-21T10:00:00Z",
+            "title": "first"}  # fmt: skip
+    stack.send(page("a", version=1, news=news))
+    edit = stack.send(page("a", version=2, news={**news, "title": "second"}))
+    assert edit[0].outcome == Outcome.ACCEPTED
+    stack.drain()
+    stack.check()
+    assert "second" in stack.shown()[f"{BASE}/blog/a"]
+
+
+# --- rebuild -----------------------------------------------------------------------------------------------
+def test_the_changes_sent_to_notifications_say_added_updated_removed() -> None:
+    stack = Stack()
+    stack.send(page("a", version=1), page("b", version=1))
+    stack.drain()
+    stack.send(page("a", version=2, priority=0.5), page("b", type="delete", version=2))
+    stack.send(page("c", version=1))
+    stack.drain()
+    changed: dict[str, list[str]] = {}
+    for record in stack.notifications():
+        for url, kind in record.get("changed", {}).items():
+            changed.setdefault(url.rsplit("/", 1)[1], []).append(kind)
+    assert changed == {"a": ["added", "updated"], "b": ["added", "removed"], "c": ["added"]}
+    assert any("index" in record for record in stack.notifications())
+
+
+def test_a_file_whose_put_may_have_happened_is_never_skipped_as_unchanged() -> None:
+    # Given a published page, then an edit whose rebuild dies right after its put (the record still names the
+    # old digest)
+    stack = Stack()
+    stack.send(page("a", version=1, priority=0.1))
+    stack.drain()
+    stack.send(page("a", version=2, priority=0.9))
+    with crash(stack.store, "put_file"):
+        stack.step()
+    assert any(f.unsettled for f in stack.store.file_records.values())
+    # When the page goes back to its first content before the retry
+    stack.send(page("a", version=3, priority=0.1))
+    stack.drain()
+    # Then the file shows the first content again, not the bytes of the dead rebuild
+    stack.check()
+
+
+def test_an_orphan_put_under_a_new_name_is_deleted_when_the_layout_moves_on() -> None:
+    # Given a new page whose rebuild dies after putting a file under a name no record holds
+    stack = Stack()
+    stack.send(page("a", version=1))
+    with crash(stack.store, "put_file", when=lambda f: f.state != "writing"):
+        stack.step()
+    assert [f.state for f in stack.store.file_records.values()] == ["writing"]
+    # When the page is deleted before the retry
+    stack.send(page("a", type="delete", version=2))
+    stack.drain()
+    # Then no object is left behind and there is no index (no pages)
+    assert stack.s3.objects == {}
+    assert stack.store.file_records == {}
+
+
+def test_a_record_still_pending_for_the_index_queues_it_again() -> None:
+    stack = Stack()
+    stack.send(page("a", version=1))
+    with crash(stack.pipeline.index_queue, "send"):
+        stack.step()
+    assert all(f.pending_index for f in stack.store.file_records.values())
+    # a rebuild with no marks (a cleanup request) still queues the index for the pending record
+    stack.queues["rebuild"].messages.clear()
+    rebuild_section(stack.pipeline, "blog", [DirtyMark("blog", cleanup=True)])
+    assert stack.queues["index"].messages
+    stack.drain()
+    stack.check()
+    assert not any(f.pending_index for f in stack.store.file_records.values())
+
+
+def test_a_file_whose_lastmod_alone_changed_is_recorded_and_indexed() -> None:
+    # Given two pages in one file, one deleted, then deleted again later (same bytes, later lastmod)
+    stack = Stack()
+    stack.send(page("a", version=1), page("b", version=1))
+    stack.drain()
+    stack.send(event(f"{BASE}/blog/b", type="delete", version=2, occurred_at="2026-11-05T00:00:00Z"))
+    stack.drain()
+    before = stack.s3.objects["sitemap.xml"].data
+    stack.send(event(f"{BASE}/blog/b", type="delete", version=3, occurred_at="2026-11-06T00:00:00Z"))
+    stack.drain()
+    # Then the index names the later delete as the file's lastmod
+    after = stack.s3.objects["sitemap.xml"].data
+    assert before != after and b"<lastmod>2026-11-06T00:00:00+00:00</lastmod>" in after
+    stack.check()
+
+
+def test_a_split_and_a_merge_keep_every_page_listed_once() -> None:
+    stack = Stack(max_urls=2)
+    bodies = [page(f"p{i}", version=1) for i in range(7)]
+    stack.send(*bodies)
+    stack.drain()
+    stack.check()
+    assert len([n for n in stack.s3.objects if n.startswith("sitemap-blog-")]) >= 4
+    stack.send(*[page(f"p{i}", type="delete", version=2) for i in range(6)])
+    stack.drain()
+    stack.check()
+    assert len([n for n in stack.s3.objects if n.startswith("sitemap-blog-")]) == 1
+
+
+@pytest.mark.parametrize(
+    ("target", "method", "after"),
+    [("store", "mark_unsettled", False), ("store", "mark_unsettled", True), ("bucket", "publish", False),
+     ("bucket", "publish", True), ("store", "put_file", False), ("notify_queue", "send", False),
+     ("notify_queue", "send", True), ("store", "move_file_state", True), ("bucket", "delete", True),
+     ("store", "delete_file", False), ("index_queue", "send", True)],
+)  # fmt: skip
+def test_a_rebuild_that_dies_at_any_step_converges(target: str, method: str, after: bool) -> None:
+    stack = Stack(max_urls=2)
+    stack.send(*[page(f"p{i}", version=1) for i in range(5)])
+    stack.drain()
+    stack.send(page("p1", version=2, priority=0.3), page("p2", type="delete", version=2), page("p9", version=1))
+    with crash(getattr(stack.pipeline, target), method, after=after, times=2):
+        stack.drain()
+    stack.send(*[page(f"p{i}", type="delete", version=3) for i in (3, 4)])
+    with crash(getattr(stack.pipeline, target), method, after=after, times=2):
+        stack.drain()
+    stack.drain()
+    stack.check()
+
+
+# --- index -------------------------------------------------------------------------------------------------
+def test_an_index_put_that_may_have_happened_is_never_skipped_as_unchanged() -> None:
+    # Given a published index, then a lastmod change whose index rebuild dies right after the put
+    stack = Stack()
+    stack.send(page("a", version=1, lastmod="2026-11-01"))
+    stack.drain()
+    stack.send(page("a", version=2, lastmod="2026-11-02"))
+    with crash(stack.store, "put_index_sha", when=lambda sha, _gen: sha != UNSETTLED) as hits:
+        stack.until(hits)
+    assert stack.store.index is not None and stack.store.index[0] == UNSETTLED
+    # When the page goes back to the first lastmod (the first index's bytes)
+    stack.send(page("a", version=3, lastmod="2026-11-01"))
+    stack.drain()
+    # Then the index shows it
+    assert b"<lastmod>2026-11-01</lastmod>" in stack.s3.objects["sitemap.xml"].data or (
+        b"2026-11-01T00:00:00+00:00" in stack.s3.objects["sitemap.xml"].data
+    )
+    stack.check()
+
+
+def test_an_index_of_a_site_whose_pages_were_all_deleted_is_removed() -> None:
+    stack = Stack()
+    stack.send(page("a", version=1), page("b", version=1))
+    stack.drain()
+    stack.send(page("a", type="delete", version=2), page("b", type="delete", version=2))
+    with crash(stack.store, "put_index_sha"):
+        stack.drain()
+    stack.drain()
+    assert stack.s3.objects == {}
+    assert stack.store.index is not None and stack.store.index[0] == ""
+    stack.check()
+
+
+def test_retired_files_are_deleted_even_when_the_cleanup_request_was_lost() -> None:
+    # Given a section that shrank from several files to one; the index rebuild dies after marking the retired
+    # files unnamed and before asking the section to delete them
+    stack = Stack(max_urls=2)
+    stack.send(*[page(f"p{i}", version=1) for i in range(6)])
+    stack.drain()
+    stack.send(*[page(f"p{i}", type="delete", version=2) for i in range(5)])
+    for _ in range(3):
+        if stack.queues["rebuild"].messages:
+            stack.step()
+    with crash(stack.pipeline.rebuild_queue, "send") as hits:
+        stack.until(hits)
+    stack.queues["index"].messages.clear()  # the retry of that index rebuild is what is tested next
+    assert any(f.state == "unnamed" for f in stack.store.file_records.values())
+    # When a later index rebuild runs (for any reason)
+    stack.send(page("p5", version=3, priority=0.2))
+    stack.drain()
+    # Then the unnamed files are deleted
+    assert all(f.state == "live" for f in stack.store.file_records.values())
+    stack.check()
+
+
+def test_the_index_invalidates_the_published_files_and_itself_in_one_batch() -> None:
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    [paths] = stack.cdn.batches.values()
+    assert paths == sorted(["/sitemap.xml", *[f"/{n}" for n in stack.s3.objects if n != "sitemap.xml"]])
+    # a retried index rebuild with nothing new invalidates nothing more
+    rebuild_index(stack.pipeline)
+    assert len(stack.cdn.batches) == 1
