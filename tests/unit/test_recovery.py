@@ -7,26 +7,29 @@ model (tests/oracle.py), not by the code under test."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import random
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from html import unescape
 from typing import Any
 
 import pytest
 
 from sitemap_updater.adapters.storage import SitemapBucket
+from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.service.index import UNSETTLED, rebuild_index
-from sitemap_updater.service.ingest import Outcome, ingest, ingest_message
+from sitemap_updater.service.ingest import Outcome, ingest, ingest_message, page_write
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import DirtyMark, rebuild_section, rebuild_sections
+from sitemap_updater.service.rebuild import DirtyMark, MarkBatch, rebuild_section, rebuild_sections
 from sitemap_updater.service.sweep import sweep
 from sitemap_updater.settings import Settings
 from tests import oracle
-from tests.conftest import AS_OF_US, BASE, event
+from tests.conftest import AS_OF_US, BASE, event, parse
 from tests.sim.fakes import FakeCdn, FakeS3, FakeStore, SimQueue, SimQueueState
 from tests.sim.scheduler import Clock, Faults, Scheduler
 
@@ -41,7 +44,7 @@ class Stack:
     """The pipeline on in-memory AWS; ``drain`` runs rebuilds and index rebuilds until the queues are empty,
     leaving a failed batch's messages on their queue (as SQS redelivers them)."""
 
-    def __init__(self, max_urls: int = 3) -> None:
+    def __init__(self, max_urls: int = 3, now: datetime = NOW) -> None:
         self.clock = Clock()
         sched = Scheduler(random.Random(0), self.clock, Faults(random.Random(0), 0.0))
         self.store = FakeStore(sched, self.clock)
@@ -66,7 +69,7 @@ class Stack:
             index_queue=queue("index"),
             notify_queue=queue("notify"),
             dead_letters=queue("dlq"),
-            clock=lambda: NOW,
+            clock=lambda: now,
         )
         self.sent: list[dict[str, Any]] = []
 
@@ -431,3 +434,47 @@ def test_the_index_invalidates_the_published_files_and_itself_in_one_batch() -> 
     # a retried index rebuild with nothing new invalidates nothing more
     rebuild_index(stack.pipeline)
     assert len(stack.cdn.batches) == 1
+
+
+# --- messages ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("length", "per_message"), [(2436, 80), (1997, 98), (40, 100)])
+def test_marks_are_sent_in_messages_under_the_size_limit(length: int, per_message: int) -> None:
+    # 200,000 bytes of marks at most per message, counting 64 bytes besides each URL; 100 marks at most. (URLs
+    # this long cannot be recorded in DynamoDB's 1,024-byte sort key: the marks are made directly.)
+    stack = Stack()
+    marks = MarkBatch(stack.pipeline)
+    write = page_write(state_from_event(parse(page("a"))))
+    urls = [f"{BASE}/blog/{i:03d}" + "x" * (length - len(BASE) - 9) for i in range(130)]
+    for url in urls:
+        marks.add(replace(write, url=url))
+    marks.flush()
+    sizes = [len(json.loads(m.body)["marks"]) for m in stack.queues["rebuild"].messages]
+    assert sizes == [per_message, 130 - per_message]
+    sent = [mark["url"] for m in stack.queues["rebuild"].messages for mark in json.loads(m.body)["marks"]]
+    assert sorted(sent) == sorted(urls)
+
+
+def test_rebuild_messages_of_every_shape_are_read() -> None:
+    assert DirtyMark.from_message({"section": "blog", "marks": [{"url": "u", "key": "00000000000000ff",
+                                                                 "change": "added"}]}) == [
+        DirtyMark("blog", "u", 255, "added")
+    ]  # fmt: skip
+    assert DirtyMark.from_message({"section": "blog", "key": "0000000000000010"}) == [DirtyMark("blog", key=16)]
+    assert DirtyMark.from_message({"section": "blog", "url": "u", "change": "removed"}) == [
+        DirtyMark("blog", "u", None, "removed")
+    ]
+    assert DirtyMark.from_message({"section": "blog", "cleanup": True}) == [DirtyMark("blog", cleanup=True)]
+
+
+def test_news_exactly_48_hours_old_is_still_part_of_the_announced_digest() -> None:
+    published = "2026-11-19T12:00:00Z"
+    news = {"publication_name": "T", "publication_language": "en", "publication_date": published, "title": "t"}
+    for age, shown in ((timedelta(hours=48), True), (timedelta(hours=48, seconds=1), False)):
+        stack = Stack(now=datetime(2026, 11, 19, 12, tzinfo=UTC) + age)
+        body = page("a", news=news)
+        stack.send(body)
+        stack.drain()
+        main, news_part = oracle.element_parts(body)
+        [record] = [r for r in stack.notifications() if "digests" in r]
+        expected = hashlib.sha256((main + (news_part if shown else "")).encode()).hexdigest()
+        assert record["digests"] == {body["url"]: expected}
