@@ -15,7 +15,7 @@ from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import sweep as sweep_handler
 from sitemap_updater.local.iam import Policy, matches
 from sitemap_updater.local.runner import LocalContext, LocalRun
-from sitemap_updater.local.stack import session
+from sitemap_updater.service.ingest import ingest
 from sitemap_updater.service.runtime import use_pipeline
 from tests.conftest import BASE, event
 from tests.integration.conftest import FIXED_NOW, bodies
@@ -55,12 +55,12 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(moto_en
         deletes = [event(f"{BASE}/blog/p{i}", type="delete", version=3) for i in (1, 2, 3)]
         run.send_wave(bodies([moved, *deletes]))
         # And a change whose rebuild was never queued (ingest died after its transaction), found by the sweep
-        session().client("dynamodb", endpoint_url=moto_endpoint).update_item(
-            TableName=run.pipeline.store.table,
-            Key={"pk": {"S": f"page#{BASE}/blog/p4"}, "sk": {"S": "state"}},
-            UpdateExpression="SET pending = :t",
-            ExpressionAttributeValues={":t": {"BOOL": True}},
-        )
+        queue = run.pipeline.rebuild_queue
+        send = queue.send
+        object.__setattr__(queue, "send", lambda *_a, **_k: (_ for _ in ()).throw(ConnectionError("died")))
+        with run.iam.acting_as("IngestFunction"), pytest.raises(ConnectionError):
+            ingest(json.dumps(event(f"{BASE}/blog/p4", version=5, lastmod="2026-11-21")), run.pipeline)
+        object.__setattr__(queue, "send", send)
         use_pipeline(run.pipeline)
         try:
             with run.iam.acting_as("SweepFunction"):

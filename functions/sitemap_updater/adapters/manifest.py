@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _FILES = "files"
+PENDING_INDEX = "pending"  # a global secondary index of template.yaml
+_PENDING_KEY = "pending_pk"
+_PENDING = "pending"
 
 
 class StillUnprocessed(RuntimeError):
@@ -111,7 +114,10 @@ class ManifestStore:
         return None if item is None else page_record(url, item)
 
     def _page_item(self, write: PageWrite, pending: bool) -> dict[str, Any]:
+        # pending_pk only while pending: the table's sparse "pending" index holds exactly these page states.
+        marker = {_PENDING_KEY: _s(_PENDING)} if pending else {}
         return {
+            **marker,
             "pk": _s(f"page#{write.url}"),
             "sk": _s("state"),
             "rank": _s(write.rank),
@@ -200,7 +206,7 @@ class ManifestStore:
             lambda: self._client.update_item(
                 TableName=self.table,
                 Key={"pk": _s(f"page#{url}"), "sk": _s("state")},
-                UpdateExpression="SET pending = :false",
+                UpdateExpression=f"SET pending = :false REMOVE {_PENDING_KEY}",
                 ConditionExpression="#rank = :rank",
                 ExpressionAttributeNames={"#rank": "rank"},
                 ExpressionAttributeValues={":false": {"BOOL": False}, ":rank": _s(rank)},
@@ -210,12 +216,12 @@ class ManifestStore:
     def pending_pages(self) -> list[PageRecord]:
         """Page states whose rebuild may not have been queued (a crash between the write and the send)."""
         found: list[PageRecord] = []
-        paginator = self._client.get_paginator("scan")
-        for page in paginator.paginate(
+        paginator = self._client.get_paginator("query")
+        for page in paginator.paginate(  # the sparse index: O(pending), whatever the size of the site
             TableName=self.table,
-            FilterExpression="sk = :state AND pending = :true",
-            ExpressionAttributeValues={":state": _s("state"), ":true": {"BOOL": True}},
-            ConsistentRead=True,
+            IndexName=PENDING_INDEX,
+            KeyConditionExpression=f"{_PENDING_KEY} = :pending",
+            ExpressionAttributeValues={":pending": _s(_PENDING)},
         ):
             for item in page.get("Items", []):
                 url = item["pk"]["S"].removeprefix("page#")

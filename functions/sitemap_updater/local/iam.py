@@ -163,7 +163,8 @@ def requests(service: str, operation: str, params: dict[str, Any]) -> list[tuple
             ]
         if operation in ("BatchWriteItem", "BatchGetItem"):
             return [(f"dynamodb:{operation}", table + name) for name in params.get("RequestItems", {})]
-        return [(f"dynamodb:{operation}", table + str(params.get("TableName", "")))]
+        index = f"/index/{params['IndexName']}" if params.get("IndexName") else ""
+        return [(f"dynamodb:{operation}", table + str(params.get("TableName", "")) + index)]
     action = _ACTIONS.get((service, operation), f"{service}:{operation}")
     if service == "s3":
         bucket = f"arn:{PARTITION}:s3:::{params.get('Bucket', '')}"

@@ -129,6 +129,11 @@ def create_stack(template_path: Path, endpoint_url: str | None, parameters: dict
                 KeySchema=props["KeySchema"],
                 AttributeDefinitions=props["AttributeDefinitions"],
                 BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"),
+                **(
+                    {"GlobalSecondaryIndexes": props["GlobalSecondaryIndexes"]}
+                    if "GlobalSecondaryIndexes" in props
+                    else {}
+                ),
             )
             stack.physical[logical] = table
             stack.arns[logical] = created_table["TableDescription"]["TableArn"]
