@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 TOOLS  := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: venv test lint typecheck unit lock demo bench soak schema clean
+.PHONY: venv test lint typecheck unit lock demo bench soak schema clean mutate
 
 venv: $(STAMP)
 
@@ -68,6 +68,11 @@ bench: venv
 # 10,000 simulated sequences with faults (not part of `make test`); writes its result into docs/reliability.md.
 soak: venv
 	$(BIN)/python -m tests.sim.soak --sequences $${SEQUENCES:-10000} --write docs/reliability.md
+
+# Mutation testing of core/ and the ingest, rebuild and index services (not part of `make test`): a stratified
+# sample of SAMPLE mutants (seed SEED), each run against the tests that cover its module; docs/testing.md.
+mutate: venv
+	$(BIN)/python -m tests.mutation --sample $${SAMPLE:-320} --seed $${SEED:-1} --jobs $${JOBS:-2}
 
 clean:
 	rm -rf $(VENV) $(TOOLS) out .mypy_cache .pytest_cache .ruff_cache .hypothesis bench/.cache

@@ -1,0 +1,436 @@
+"""Mutation testing of core/ and the recovery services (``make mutate``; not part of ``make test``).
+
+Each mutant is one small change to one module (a flipped comparison, a shifted constant, a removed call or
+statement, a swapped operator, a negated condition). Third-party packages are imported once; each mutant runs in
+a forked child that loads the mutated module in place of the real one and runs only the tests that cover that
+module, stopping at the first failure. A mutant is killed when a test fails or it runs past its time limit.
+Mutants known to behave exactly like the original are listed in ``EQUIVALENT`` with the reason, and in
+docs/testing.md.
+
+    python -m tests.mutation [--module core/urls.py] [--sample N] [--seed S] [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "functions" / "sitemap_updater"
+
+_CORE_TESTS = [
+    "tests/unit/test_conformance.py",
+    "tests/unit/test_limits.py",
+    "tests/unit/test_oracle.py",
+    "tests/unit/test_url_rules.py",
+]
+# Module -> the tests that cover it (fast ones first: the first failure ends the run).
+TESTS: dict[str, list[str]] = {
+    "core/text.py": ["tests/unit/test_text.py", *_CORE_TESTS, "tests/unit/test_events.py"],
+    "core/urls.py": ["tests/unit/test_urls.py", *_CORE_TESTS, "tests/unit/test_events.py"],
+    "core/entry.py": [*_CORE_TESTS, "tests/unit/test_render.py", "tests/unit/test_events.py"],
+    "core/render.py": [*_CORE_TESTS, "tests/unit/test_render.py", "tests/unit/test_sharding.py"],
+    "core/sharding.py": ["tests/unit/test_sharding.py", *_CORE_TESTS, "tests/unit/test_render.py"],
+    "core/layout.py": [*_CORE_TESTS, "tests/unit/test_sharding.py", "tests/unit/test_render.py"],
+    "core/reduce.py": [*_CORE_TESTS, "tests/unit/test_properties.py", "tests/unit/test_render.py"],
+    "core/events.py": ["tests/unit/test_events.py", "tests/unit/test_bad_events.py", *_CORE_TESTS],
+    "core/errors.py": ["tests/unit/test_bad_events.py", "tests/unit/test_events.py", *_CORE_TESTS],
+    "core/moments.py": [*_CORE_TESTS, "tests/unit/test_events.py", "tests/unit/test_fastline.py"],
+    "core/records.py": [
+        "tests/unit/test_records.py",
+        "tests/unit/test_fastline.py",
+        "tests/unit/test_recovery.py",
+        *_CORE_TESTS,
+    ],
+    "core/fastline.py": ["tests/unit/test_fastline.py", "tests/unit/test_limits.py"],
+    "service/ingest.py": ["tests/unit/test_recovery.py", "tests/unit/test_simulation.py"],
+    "service/rebuild.py": ["tests/unit/test_recovery.py", "tests/unit/test_simulation.py"],
+    "service/index.py": ["tests/unit/test_recovery.py", "tests/unit/test_simulation.py"],
+}
+
+_SCALE = "`_RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000`"
+_SCALE_REASON = "any scale above every microsecond timestamp keeps the puts' order (9**17 us is the year 2498)"
+# Mutants that cannot change behaviour: key (``Mutant.key``: module, change and source line) -> the reason.
+EQUIVALENT: dict[str, str] = {
+    "service/rebuild.py: 'index' -> 'XX'+... in `INDEX_GROUP = \"index\"`": "any one fixed message group serialises "
+    "index rebuilds alike",
+    f"service/rebuild.py: 10 -> 11 in {_SCALE}": _SCALE_REASON,
+    f"service/rebuild.py: 10 -> 9 in {_SCALE}": _SCALE_REASON,
+    f"service/rebuild.py: 17 -> 18 in {_SCALE}": _SCALE_REASON,
+    "core/urls.py: '?' -> 'XX'+... in `_QUERY_SAFE = frozenset(_PATH_SAFE | set(\"?\"))`": "adds only X, already "
+    "safe, to the set",
+}
+
+_SWAP_COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_SWAP_BINOP: dict[type[ast.operator], type[ast.operator]] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.FloorDiv: ast.Mult,
+    ast.BitOr: ast.BitAnd,
+    ast.BitAnd: ast.BitOr,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+}
+_QUIET_CALLS = ("Error", "Exception", "Rejected", "LimitExceeded", "Field", "warning", "exception", "info", "debug")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str
+    index: int  # the index-th mutation site of the module, in walk order
+    line: int
+    description: str
+    source_line: str
+
+    @property
+    def ident(self) -> str:
+        return f"{self.module}:{self.line}: {self.description} in `{self.source_line}`"
+
+    @property
+    def key(self) -> str:
+        """The ident without the line number (stable while other lines are edited)."""
+        return f"{self.module}: {self.description} in `{self.source_line}`"
+
+
+Apply = Callable[[ast.AST], ast.AST | None]
+
+
+def _call_name(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _constant(value: str | bool | int) -> Apply:
+    return lambda _node: ast.Constant(value)
+
+
+def _mutations(node: ast.AST, quiet: bool) -> list[tuple[str, Apply]]:
+    """The mutations of one node: (description, function returning the replacement node)."""
+    found: list[tuple[str, Apply]] = []
+    if isinstance(node, ast.Compare):
+        for i, op in enumerate(node.ops):
+            swap = _SWAP_COMPARE.get(type(op))
+            if swap is not None:
+
+                def compare(n: ast.AST, i: int = i, swap: type[ast.cmpop] = swap) -> ast.AST:
+                    assert isinstance(n, ast.Compare)
+                    n.ops[i] = swap()
+                    return n
+
+                found.append((f"{type(op).__name__} -> {swap.__name__}", compare))
+    elif isinstance(node, ast.BinOp) and type(node.op) in _SWAP_BINOP:
+        swap_op = _SWAP_BINOP[type(node.op)]
+
+        def binop(n: ast.AST, swap_op: type[ast.operator] = swap_op) -> ast.AST:
+            assert isinstance(n, ast.BinOp)
+            n.op = swap_op()
+            return n
+
+        found.append((f"{type(node.op).__name__} -> {swap_op.__name__}", binop))
+    elif isinstance(node, ast.BoolOp):
+        other: type[ast.boolop] = ast.Or if isinstance(node.op, ast.And) else ast.And
+
+        def boolop(n: ast.AST, other: type[ast.boolop] = other) -> ast.AST:
+            assert isinstance(n, ast.BoolOp)
+            n.op = other()
+            return n
+
+        found.append((f"{type(node.op).__name__} -> {other.__name__}", boolop))
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        found.append(("not removed", lambda n: n.operand if isinstance(n, ast.UnaryOp) else n))
+    elif isinstance(node, ast.Constant) and not quiet:
+        value = node.value
+        if isinstance(value, bool):
+            found.append((f"{value} -> {not value}", _constant(not value)))
+        elif isinstance(value, int):
+            found.append((f"{value} -> {value + 1}", _constant(value + 1)))
+            if value > 1:
+                found.append((f"{value} -> {value - 1}", _constant(value - 1)))
+        elif isinstance(value, str) and value:
+            found.append((f"{value[:30]!r} -> 'XX'+...", _constant("XX" + value)))
+    elif isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and isinstance(node.func, ast.Name):
+        if not isinstance(node.args[0], ast.Starred):
+            found.append((f"call {node.func.id}(x) -> x", lambda n: n.args[0] if isinstance(n, ast.Call) else n))
+    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        found.append((f"call {_call_name(node.value)}() removed", lambda _n: ast.Pass()))
+    elif isinstance(node, ast.Continue | ast.Break):
+        found.append((f"{type(node).__name__.lower()} -> pass", lambda _n: ast.Pass()))
+    elif isinstance(node, ast.If | ast.While | ast.IfExp) and not isinstance(node.test, ast.Compare | ast.UnaryOp):
+
+        def negate(n: ast.AST) -> ast.AST:
+            assert isinstance(n, ast.If | ast.While | ast.IfExp)
+            n.test = ast.UnaryOp(ast.Not(), n.test)
+            return n
+
+        found.append(("condition negated", negate))
+    return found
+
+
+def _is_docstring(parent: ast.AST, field: str, index: int) -> bool:
+    body_owner = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+    return isinstance(parent, body_owner) and field == "body" and index == 0
+
+
+def _sites(tree: ast.AST) -> Iterator[tuple[ast.AST, str, int, ast.AST, list[tuple[str, Apply]]]]:
+    """(parent, field, index in list or -1, node, mutations) in a fixed order."""
+
+    def visit(parent: ast.AST, quiet: bool) -> Iterator[tuple[ast.AST, str, int, ast.AST, list[tuple[str, Apply]]]]:
+        for field, value in ast.iter_fields(parent):
+            if field in ("annotation", "returns", "type_comment", "decorator_list"):
+                continue
+            children = value if isinstance(value, list) else [value]
+            for index, child in enumerate(children):
+                if not isinstance(child, ast.AST):
+                    continue
+                if _is_docstring(parent, field, index) and isinstance(child, ast.Expr):
+                    continue
+                if isinstance(child, ast.If) and isinstance(child.test, ast.Name) and child.test.id == "TYPE_CHECKING":
+                    continue
+                child_quiet = quiet or isinstance(child, ast.Raise | ast.Assert | ast.JoinedStr)
+                if isinstance(child, ast.Call) and _call_name(child).endswith(_QUIET_CALLS):
+                    child_quiet = True
+                if isinstance(child, ast.Import | ast.ImportFrom):
+                    continue
+                mutations = _mutations(child, quiet)
+                if mutations:
+                    yield parent, field, index if isinstance(value, list) else -1, child, mutations
+                yield from visit(child, child_quiet)
+
+    yield from visit(tree, False)
+
+
+def enumerate_mutants(module: str) -> list[Mutant]:
+    source = (PACKAGE / module).read_text()
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    mutants: list[Mutant] = []
+    count = 0
+    for _parent, _field, _index, node, mutations in _sites(tree):
+        for description, _apply in mutations:
+            line = getattr(node, "lineno", 0)
+            mutants.append(Mutant(module, count, line, description, lines[line - 1].strip()[:80] if line else ""))
+            count += 1
+    return mutants
+
+
+def mutated_source(mutant: Mutant) -> str:
+    tree = ast.parse((PACKAGE / mutant.module).read_text())
+    count = 0
+    for parent, field, index, node, mutations in _sites(tree):
+        for _description, apply in mutations:
+            if count == mutant.index:
+                replacement = apply(copy.deepcopy(node))
+                if index >= 0:
+                    getattr(parent, field)[index] = replacement
+                else:
+                    setattr(parent, field, replacement)
+                return ast.unparse(ast.fix_missing_locations(tree))
+            count += 1
+    raise LookupError(mutant.ident)
+
+
+class _MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves one module's mutated source in place of the file."""
+
+    def __init__(self, name: str, path: Path, source: str) -> None:
+        self.name, self.path, self.source = name, path, source
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        return importlib.util.spec_from_file_location(fullname, self.path, loader=self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        exec(compile(self.source, str(self.path), "exec"), module.__dict__)  # the mutant under test
+
+
+def _module_name(module: str) -> str:
+    return "sitemap_updater." + module.removesuffix(".py").replace("/", ".")
+
+
+def start_tests(module: str, source: str | None) -> int:
+    """Fork a child that runs the module's test files one by one (stopping at the first failure), with
+    ``source`` (a mutant) in place of the module's file. Returns the child's process id."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 3
+    try:
+        os.setpgid(0, 0)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        if source is not None:
+            sys.meta_path.insert(0, _MutantFinder(_module_name(module), PACKAGE / module, source))
+        import pytest
+
+        code = 0
+        for path in TESTS[module]:
+            result = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", path]))
+            if result not in (0, 5):  # 5: nothing collected
+                code = 1
+                break
+    finally:
+        os._exit(code)
+
+
+class Running:
+    """A child running one mutant's tests, with its time limit."""
+
+    def __init__(self, mutant: Mutant | None, module: str, source: str | None, timeout: float) -> None:
+        self.mutant, self.module = mutant, module
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout
+        self.pid = start_tests(module, source)
+
+    def poll(self) -> str | None:
+        """'passed', 'failed' or 'timeout' once finished; None while running."""
+        done, status = os.waitpid(self.pid, os.WNOHANG)
+        if done:
+            return "passed" if os.waitstatus_to_exitcode(status) == 0 else "failed"
+        if time.monotonic() > self.deadline:
+            os.killpg(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            return "timeout"
+        return None
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+
+def run_tests(module: str, source: str | None, timeout: float) -> tuple[str, float]:
+    """Run the module's tests (with ``source`` in place of the module); (outcome, seconds)."""
+    child = Running(None, module, source, timeout)
+    while (outcome := child.poll()) is None:
+        time.sleep(0.05)
+    return outcome, child.seconds
+
+
+def _preload() -> None:
+    """Import the heavy third-party packages once, before any fork (never sitemap_updater itself)."""
+    for name in ("pytest", "hypothesis", "pydantic", "pydantic_core", "lxml.etree", "usp.tree", "botocore.session",
+                 "boto3", "moto", "aws_lambda_powertools", "_pytest.python"):  # fmt: skip
+        try:
+            __import__(name)
+        except ImportError:
+            continue
+
+
+def sample(mutants: list[Mutant], size: int, seed: int) -> list[Mutant]:
+    """A stratified sample: each module contributes its share of ``size`` in proportion to its mutants among all
+    modules' (at least one), drawn with a generator of its own, so a run of some modules draws the same
+    mutants of those modules as a run of all of them."""
+    total = sum(len(enumerate_mutants(module)) for module in TESTS)
+    by_module: dict[str, list[Mutant]] = {}
+    for mutant in mutants:
+        by_module.setdefault(mutant.module, []).append(mutant)
+    chosen: list[Mutant] = []
+    for module, group in by_module.items():
+        share = max(1, round(size * len(group) / total))
+        rng = random.Random(f"{seed}:{module}")
+        chosen += sorted(rng.sample(group, min(share, len(group))), key=lambda m: m.index)
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--module", action="append", help="only these modules (as core/urls.py)")
+    parser.add_argument("--sample", type=int, default=0, help="a stratified sample of N mutants (0: all)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    parser.add_argument("--show", type=int, default=-1, help="print the source of the N-th listed mutant")
+    args = parser.parse_args(argv)
+    modules = args.module or list(TESTS)
+    mutants = [m for module in modules for m in enumerate_mutants(module)]
+    if args.sample:
+        mutants = sample(mutants, args.sample, args.seed)
+    if args.list:
+        for number, mutant in enumerate(mutants):
+            print(number, mutant.ident)
+        return 0
+    if args.show >= 0:
+        print(mutated_source(mutants[args.show]))
+        return 0
+    _preload()
+    started = time.monotonic()
+    limits: dict[str, float] = {}
+    for module in sorted({m.module for m in mutants}):
+        outcome, seconds = run_tests(module, None, timeout=1800)
+        if outcome != "passed":
+            print(f"the tests of {module} fail without a mutant: fix them first", flush=True)
+            return 2
+        limits[module] = max(60.0, 3 * seconds)
+    killed, survived, equivalent = 0, [], []
+    queue = list(enumerate(mutants))
+    running: list[tuple[int, Running]] = []
+    while queue or running:
+        while queue and len(running) < args.jobs:
+            number, mutant = queue.pop(0)
+            if mutant.key in EQUIVALENT:
+                equivalent.append(mutant)
+                continue
+            try:
+                source = mutated_source(mutant)
+                compile(source, mutant.module, "exec")
+            except (SyntaxError, ValueError, LookupError):
+                killed += 1  # not valid Python: it could never run
+                continue
+            running.append((number, Running(mutant, mutant.module, source, limits[mutant.module])))
+        time.sleep(0.05)
+        for number, child in list(running):
+            result = child.poll()
+            if result is None:
+                continue
+            running.remove((number, child))
+            assert child.mutant is not None
+            if result == "passed":
+                survived.append(child.mutant)
+                print(f"[{number + 1}/{len(mutants)}] SURVIVED {child.mutant.ident}", flush=True)
+            else:
+                killed += 1
+                print(f"[{number + 1}/{len(mutants)}] killed ({result}, {child.seconds:.1f} s) {child.mutant.ident}",
+                      flush=True)  # fmt: skip
+    judged = killed + len(survived)
+    score = killed / judged if judged else 1.0
+    minutes = (time.monotonic() - started) / 60
+    print(f"\n{len(mutants)} mutants: {killed} killed, {len(survived)} survived, {len(equivalent)} equivalent")
+    print(f"score {score:.1%} of {judged} non-equivalent mutants, {minutes:.1f} min")
+    for mutant in survived:
+        print(f"  survived: {mutant.ident}")
+    return 0 if score >= 0.9 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
