@@ -21,9 +21,12 @@ Not modelled: the split into files and the 1,000-news-per-file cap (the simulati
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
+from html import unescape
 from typing import Any
 
 NEWS_WINDOW = timedelta(hours=48)
@@ -239,3 +242,40 @@ def expected_elements(
         main, news = element_parts(body, lastmod)
         shown[url] = main + (news if news_fresh(body, as_of_us) else "") + "</url>"
     return shown
+
+
+def published_elements(files: Mapping[str, bytes]) -> dict[str, list[tuple[str, str]]]:
+    """URL -> [(file name, its ``<url>`` element as written)] over the gzip sitemap files of ``files``; a URL in
+    more than one file is listed with each."""
+    shown: dict[str, list[tuple[str, str]]] = {}
+    for name, data in sorted(files.items()):
+        if data[:2] != b"\x1f\x8b":
+            continue
+        for element in re.findall(r"<url>.*?</url>", gzip.decompress(data).decode(), re.DOTALL):
+            loc = unescape(element.split("<loc>", 1)[1].split("</loc>", 1)[0])
+            shown.setdefault(loc, []).append((name, element))
+    return shown
+
+
+def check_published(
+    files: Mapping[str, bytes],
+    bodies: Iterable[Mapping[str, Any]],
+    as_of_us: int,
+    recorded: Mapping[str, str] | None = None,
+) -> list[str]:
+    """What is wrong with the published ``files`` (name -> bytes, the index included) by this model: every
+    expected URL listed exactly once, with its expected element, and nothing else."""
+    problems: list[str] = []
+    expected = expected_elements(bodies, as_of_us, recorded, problems)
+    shown = published_elements(files)
+    for url in sorted(set(expected) | set(shown)):
+        places = shown.get(url, [])
+        if url not in expected:
+            problems.append(f"{url} is listed in {[name for name, _ in places]} but its newest event deletes it")
+        elif not places:
+            problems.append(f"{url} is not listed")
+        elif len(places) > 1:
+            problems.append(f"{url} is listed {len(places)} times: {[name for name, _ in places]}")
+        elif places[0][1] != expected[url]:
+            problems.append(f"{url} in {places[0][0]} shows {places[0][1]!r}, expected {expected[url]!r}")
+    return problems

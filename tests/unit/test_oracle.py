@@ -157,3 +157,20 @@ def test_the_core_shows_what_the_model_says(seed: int) -> None:
     for section, urls in oracle.expected_sections(bodies).items():
         if section.isascii():
             assert {url for url in urls if shown[url][0].startswith(f"sitemap-{section}-")} == urls
+
+
+def test_check_published_names_what_is_wrong() -> None:
+    a, b = event(f"{BASE}/blog/a", lastmod="2026-11-01"), event(f"{BASE}/blog/b", lastmod="2026-11-01")
+    files = reference_site([a, b]).all_bytes()
+    assert oracle.check_published(files, [a, b], AS_OF_US) == []
+    gone = {"type": "delete", "url": b["url"], "occurred_at": "2026-11-21T00:00:00Z"}
+    assert oracle.check_published(files, [a, b, gone], AS_OF_US) == [
+        f"{BASE}/blog/b is listed in ['sitemap-blog-00000000.xml.gz'] but its newest event deletes it"
+    ]
+    c = event(f"{BASE}/blog/c")
+    assert oracle.check_published(files, [a, b, c], AS_OF_US) == [f"{BASE}/blog/c is not listed"]
+    twice = {**files, "sitemap-other.xml.gz": files["sitemap-blog-00000000.xml.gz"]}
+    assert len(oracle.check_published(twice, [a, b], AS_OF_US)) == 2
+    changed = {**a, "priority": 0.5}
+    [problem] = oracle.check_published(files, [changed, b], AS_OF_US)
+    assert problem.startswith(f"{BASE}/blog/a in sitemap-blog-00000000.xml.gz shows")
