@@ -6,11 +6,12 @@ import gzip
 import json
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from sitemap_updater.handlers import ingest as ingest_handler
+from sitemap_updater.handlers import news_expiry
 from sitemap_updater.local.runner import LocalContext, LocalRun
 from sitemap_updater.service.ingest import ingest
 from sitemap_updater.service.runtime import use_pipeline
@@ -59,7 +60,7 @@ def test_a_change_whose_rebuild_was_never_queued_is_recovered(local_run: LocalRu
     assert b"/blog/recovered" in gzip.decompress(run.published()["sitemap-blog-00000000.xml.gz"])
 
 
-def test_news_older_than_two_days_leaves_the_file_after_the_sweep(moto_endpoint: str) -> None:
+def test_news_older_than_two_days_leaves_the_file_after_news_expiry(moto_endpoint: str) -> None:
     now = [FIXED_NOW]
     with LocalRun(BASE, None, moto_endpoint, clock=lambda: now[0], name="news-sweep") as run:
         news = {
@@ -72,7 +73,12 @@ def test_news_older_than_two_days_leaves_the_file_after_the_sweep(moto_endpoint:
         before = gzip.decompress(run.published()["sitemap-news-00000000.xml.gz"])
         assert b"<news:news>" in before
         now[0] = FIXED_NOW + timedelta(days=2)
-        assert sweep(run.pipeline).news_expired == 1
+        use_pipeline(run.pipeline)
+        try:
+            with run.iam.acting_as("NewsExpiryFunction"):  # its own hourly function, under its own policy
+                assert news_expiry.handler({}, cast(Any, LocalContext("news_expiry"))) == {"news_expired": 1}
+        finally:
+            use_pipeline(None)
         run.drain()
         after = gzip.decompress(run.published()["sitemap-news-00000000.xml.gz"])
         assert b"<news:news>" not in after and b"/news/tram" in after

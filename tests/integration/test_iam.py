@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any, cast
 
 import pytest
 from botocore.exceptions import ClientError
 from pytest_httpserver import HTTPServer
 
+from sitemap_updater.handlers import news_expiry
 from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import sweep as sweep_handler
 from sitemap_updater.local.iam import Policy, matches
@@ -43,7 +45,8 @@ def _unused(policy: Policy) -> list[str]:
 
 
 def test_every_function_uses_exactly_the_permissions_the_template_grants(moto_endpoint: str, indexnow: str) -> None:
-    with LocalRun(BASE, 2, moto_endpoint, clock=lambda: FIXED_NOW, name="iam-exact", indexnow_endpoint=indexnow) as run:
+    now = [FIXED_NOW]
+    with LocalRun(BASE, 2, moto_endpoint, clock=lambda: now[0], name="iam-exact", indexnow_endpoint=indexnow) as run:
         # Given pages in two sections (news among them) and a malformed event, files that split, a page that
         # moves section, deletes that merge files (so files retire and are cleaned up), and at last a site
         # with no pages left
@@ -68,6 +71,15 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(moto_en
         finally:
             use_pipeline(None)
         assert swept["requeued"] == 1
+        run.drain()
+        # And two days later the news turns old (its own hourly function takes it out)
+        now[0] = FIXED_NOW + timedelta(days=2)
+        use_pipeline(run.pipeline)
+        try:
+            with run.iam.acting_as("NewsExpiryFunction"):
+                assert news_expiry.handler({}, cast(Any, LocalContext("news"))) == {"news_expired": 1}
+        finally:
+            use_pipeline(None)
         run.drain()
         left = (f"{BASE}/blog/p0", f"{BASE}/blog/p4", f"{BASE}/news/today")
         gone = [event(url, type="delete", version=9) for url in left]

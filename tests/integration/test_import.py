@@ -36,7 +36,7 @@ def test_import_from_events_publishes_the_site_once(
     export = tmp_path / "pages.jsonl"
     export.write_text("\n".join(json.dumps(p) for p in pages) + "\n{broken\n", encoding="utf-8")
     _use_stack_env(monkeypatch, run.stack.environment)
-    assert main(["import", "--events", str(export), "--endpoint-url", run.endpoint_url]) == 0
+    assert main(["import", "--events", str(export), "--endpoint-url", str(run.endpoint_url)]) == 0
     assert run.published() == reference_site(pages, Limits()).all_bytes()
 
 
@@ -51,7 +51,8 @@ def test_adopting_an_existing_sitemap_keeps_every_url(
     # When it is adopted
     run = local_run()
     _use_stack_env(monkeypatch, run.stack.environment)
-    assert main(["import", "--sitemap", str(tmp_path / "sitemap.xml"), "--endpoint-url", run.endpoint_url]) == 0
+    endpoint = str(run.endpoint_url)  # the tests' moto server
+    assert main(["import", "--sitemap", str(tmp_path / "sitemap.xml"), "--endpoint-url", endpoint]) == 0
     # Then every URL, lastmod and image is published again
     adopted = list(sitemap_events(str(tmp_path / "sitemap.xml")))
     assert sorted(json.loads(a)["url"] for a in adopted) == sorted(p["url"] for p in pages)

@@ -338,16 +338,21 @@ class Simulation:
             function.queue.settle(message, message.id not in failed, self.clock.now)
 
     def _sweep(self, faults: bool) -> int:
-        """The hourly sweep (the final one without faults, once every queue is empty); returns pages requeued."""
-        function = next(f for f in self.functions if f.handler.endswith("sweep.handler"))
-        task = self.sched.spawn("sweep", partial(_sweep, function.containers[0], LocalContext(function.name)), faults)
-        while not task.done:
-            task.step()
-            self.result.steps += 1
-        self.sched.tasks.remove(task)
-        if isinstance(task.result, dict):
-            return int(task.result.get("requeued", 0)) + int(task.result.get("news_expired", 0))
-        return 1  # it died: run it again
+        """The hourly scheduled functions, the sweep and news expiry (the final run without faults, once every
+        queue is empty); returns what they queued."""
+        queued = 0
+        for function in (f for f in self.functions if f.queue is None):
+            context = LocalContext(function.name)
+            task = self.sched.spawn(function.name, partial(_sweep, function.containers[0], context), faults)
+            while not task.done:
+                task.step()
+                self.result.steps += 1
+            self.sched.tasks.remove(task)
+            if isinstance(task.result, dict):
+                queued += int(task.result.get("requeued", 0)) + int(task.result.get("news_expired", 0))
+            else:
+                queued += 1  # it died: run it again
+        return queued
 
     def _record(self, message: Message, function: _Function) -> dict[str, Any]:
         attributes = {

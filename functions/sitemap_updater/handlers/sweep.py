@@ -1,4 +1,4 @@
-"""Lambda (hourly): re-queue unqueued changes and files whose news turned two days old."""
+"""Lambda (hourly): re-queue changes whose rebuild was never queued."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ logger = Logger()
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     done = sweep(current_pipeline(), HttpClient())  # for robots.txt only: no Search Console credentials
-    logger.info("sweep done", extra={"requeued": done.requeued, "news_expired": done.news_expired})
+    logger.info("sweep done", extra={"requeued": done.requeued})
     if done.robots_warning:
         logger.warning(done.robots_warning)
-    return {"requeued": done.requeued, "news_expired": done.news_expired}
+    return {"requeued": done.requeued}

@@ -1,4 +1,5 @@
-"""Sweep: the safety net for changes whose rebuild was never queued, and news that aged out."""
+"""Scheduled work: the sweep (the safety net for changes whose rebuild was never queued) and news expiry (files
+whose news turned two days old), two functions that run independently of each other."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from sitemap_updater.service.rebuild import requeue
 @dataclass(frozen=True, slots=True)
 class SweepResult:
     requeued: int
-    news_expired: int
     robots_warning: str | None = None
 
 
@@ -33,11 +33,20 @@ def robots_warning(pipeline: Pipeline, http: HttpClient) -> str | None:
 
 
 def sweep(pipeline: Pipeline, http: HttpClient | None = None) -> SweepResult:
-    """Queue a rebuild for every page still marked pending, and for every file whose news expired."""
+    """Queue a rebuild for every page still marked pending (found through the table's sparse index)."""
     requeued = 0
     for page in pipeline.store.pending_pages():
         requeue(pipeline, page)
         requeued += 1
+    warning = None
+    if pipeline.settings.robots_check and http is not None:
+        warning = robots_warning(pipeline, http)
+    return SweepResult(requeued, warning)
+
+
+def expire_news(pipeline: Pipeline) -> int:
+    """Queue a rebuild of every file whose newest news item turned two days old; returns how many. Reads the
+    published-file records only (one per file, never per page)."""
     now = to_micros(pipeline.clock())
     expired = 0
     for published in pipeline.store.files():
@@ -46,7 +55,4 @@ def sweep(pipeline: Pipeline, http: HttpClient | None = None) -> SweepResult:
             dedup = hashlib.sha256(f"news|{published.name}|{published.news_until_us}".encode()).hexdigest()
             pipeline.rebuild_queue.send(body, group=section_slug(published.section), dedup=dedup)
             expired += 1
-    warning = None
-    if pipeline.settings.robots_check and http is not None:
-        warning = robots_warning(pipeline, http)
-    return SweepResult(requeued, expired, warning)
+    return expired
