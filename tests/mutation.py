@@ -36,6 +36,7 @@ _CORE_TESTS = [
     "tests/unit/test_limits.py",
     "tests/unit/test_oracle.py",
     "tests/unit/test_url_rules.py",
+    "tests/unit/test_core_rules.py",
 ]
 # Module -> the tests that cover it (fast ones first: the first failure ends the run).
 TESTS: dict[str, list[str]] = {

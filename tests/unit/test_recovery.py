@@ -136,6 +136,8 @@ class Stack:
         names = re.findall(r"<loc>https://www\.example\.com/([^<]+)</loc>", index.data.decode()) if index else []
         named = set(names)
         assert set(self.s3.objects) - {"sitemap.xml"} == named
+        # settled: every record's digest is what the bucket holds, and the index has announced it
+        assert not any(f.unsettled or f.pending_index for f in self.store.file_records.values())
 
 
 @contextmanager
