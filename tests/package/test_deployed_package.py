@@ -3,7 +3,7 @@
 The package is ``functions/requirements.txt`` installed with its hashes into an empty folder plus the
 ``sitemap_updater`` sources. Each handler then runs in a fresh base interpreter (``-I -S``: no site-packages),
 as a cold Lambda container would, against moto and local HTTP receivers: ingest, shard rebuild, index
-rebuild, notify (IndexNow, and Search Console with a token minted by google-auth) and the sweep.
+rebuild, notify (IndexNow, and Search Console with a token minted by google-auth), the sweep and news expiry.
 """
 
 from __future__ import annotations
@@ -210,9 +210,10 @@ def test_every_function_runs_from_the_built_package(
     functions = Functions(package, stack, env, tmp_path)
     functions.drain()
     swept = functions.invoke("sitemap_updater.handlers.sweep.handler", SCHEDULED)
+    expired = functions.invoke("sitemap_updater.handlers.news_expiry.handler", SCHEDULED)
 
     # Then every function ran, and the site has its sitemap file and index
-    assert set(functions.invoked) == {"ingest", "rebuild_shard", "rebuild_index", "notify", "sweep"}
+    assert set(functions.invoked) == {"ingest", "rebuild_shard", "rebuild_index", "notify", "sweep", "news_expiry"}
     s3 = session().client("s3", endpoint_url=moto_endpoint)
     bucket = stack.physical["SitemapBucket"]
     names = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
@@ -233,7 +234,8 @@ def test_every_function_runs_from_the_built_package(
         assert claims["scope"] == "https://www.googleapis.com/auth/webmasters"
     assert submitted == [f"Bearer {TOKEN}"]
     # and the sweep read robots.txt and found nothing to do
-    assert swept == {"requeued": 0, "news_expired": 0}
+    assert swept == {"requeued": 0}
+    assert expired == {"news_expired": 0}
     assert [r.path for r, _ in site.log if r.path == "/robots.txt"] == ["/robots.txt"]
     # without reading the Search Console secret (its role may not), which leaves google-auth unloaded
     assert "google.oauth2.service_account" not in functions.modules["sweep"]

@@ -37,6 +37,7 @@ class DirtyMark:
     key: int | None = None
     change: str | None = None
     cleanup: bool = False
+    at_us: int | None = None  # when ingest recorded the change (sent the mark)
 
     @classmethod
     def from_message(cls, body: dict[str, Any]) -> list[DirtyMark]:
@@ -44,7 +45,9 @@ class DirtyMark:
         changed, or one key (news expiry), one page (a message of an earlier version) or a cleanup request."""
         section = str(body["section"])
         if "marks" in body:
-            return [cls(section, m["url"], int(m["key"], 16), m.get("change")) for m in body["marks"]]
+            at = body.get("at")
+            at_us = int(at) if isinstance(at, int) else None
+            return [cls(section, m["url"], int(m["key"], 16), m.get("change"), at_us=at_us) for m in body["marks"]]
         key = body.get("key")
         return [
             cls(
@@ -69,6 +72,7 @@ class SectionRebuild:
     changed_urls: dict[str, str] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # of the entries now shown; "" when removed
     entries_read: int = 0
+    latencies_s: list[float] = field(default_factory=list)  # from a change's record to its publish, per URL
 
 
 def _shown_digest(state: PageState, as_of_us: int) -> str:
@@ -240,6 +244,12 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         if page is not None and page.kind == "deleted":
             result.changed_urls[url] = "removed"
     result.digests = {url: _shown_digest(shown[url], as_of) if url in shown else "" for url in result.changed_urls}
+    if result.put:
+        first_at: dict[str, int] = {}
+        for mark in marks:
+            if mark.url in result.changed_urls and mark.at_us is not None:
+                first_at[mark.url] = min(first_at.get(mark.url, mark.at_us), mark.at_us)
+        result.latencies_s = [max(0.0, (as_of - at) / 1e6) for _, at in sorted(first_at.items())]
     if result.changed_urls:
         send_change_record(
             pipeline,
@@ -352,7 +362,11 @@ def requeue(pipeline: Pipeline, page: PageFields) -> None:
 def _mark_dirty(pipeline: Pipeline, section: str, marks: list[tuple[str, int, str, str | None]]) -> None:
     """Queue a rebuild of ``section`` for pages (url, key, rank, change); one FIFO group per section serialises
     them. The deduplication ID names the pages and their ranks, so a batch sent again is dropped by SQS."""
-    body = {"section": section, "marks": [{"url": u, "key": f"{k:016x}", "change": c} for u, k, _, c in marks]}
+    body = {
+        "section": section,
+        "at": to_micros(pipeline.clock()),  # for the event-to-publish latency; not part of the deduplication ID
+        "marks": [{"url": u, "key": f"{k:016x}", "change": c} for u, k, _, c in marks],
+    }
     ranks = "|".join(f"{u}|{r}" for u, _, r, _ in marks)
     pipeline.rebuild_queue.send(
         body, group=section_slug(section), dedup=hashlib.sha256(f"{section}|{ranks}".encode()).hexdigest()
