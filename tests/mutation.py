@@ -62,18 +62,14 @@ TESTS: dict[str, list[str]] = {
     "service/index.py": ["tests/unit/test_recovery.py", "tests/unit/test_simulation.py"],
 }
 
-_SCALE = "`_RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000`"
-_SCALE_REASON = "any scale above every microsecond timestamp keeps the puts' order (9**17 us is the year 2498)"
-# Mutants that cannot change behaviour: key (``Mutant.key``: module, change and source line) -> the reason.
-EQUIVALENT: dict[str, str] = {
-    "service/rebuild.py: 'index' -> 'XX'+... in `INDEX_GROUP = \"index\"`": "any one fixed message group serialises "
-    "index rebuilds alike",
-    f"service/rebuild.py: 10 -> 11 in {_SCALE}": _SCALE_REASON,
-    f"service/rebuild.py: 10 -> 9 in {_SCALE}": _SCALE_REASON,
-    f"service/rebuild.py: 17 -> 18 in {_SCALE}": _SCALE_REASON,
-    "core/urls.py: '?' -> 'XX'+... in `_QUERY_SAFE = frozenset(_PATH_SAFE | set(\"?\"))`": "adds only X, already "
-    "safe, to the set",
-}
+
+def _equivalent() -> dict[str, str]:
+    """Mutants that cannot change behaviour (``tests/mutation_equivalent.tsv``): key -> the reason."""
+    lines = (ROOT / "tests" / "mutation_equivalent.tsv").read_text(encoding="utf-8").splitlines()
+    return dict(tuple(line.split("\t", 1)) for line in lines if line and not line.startswith("#"))  # type: ignore[misc]
+
+
+EQUIVALENT = _equivalent()
 
 _SWAP_COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE,
