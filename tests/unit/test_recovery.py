@@ -23,9 +23,9 @@ import pytest
 from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.service.index import UNSETTLED, rebuild_index
-from sitemap_updater.service.ingest import Outcome, ingest, ingest_message, page_write
+from sitemap_updater.service.ingest import IngestConflict, Outcome, ingest, ingest_message, page_write
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import DirtyMark, MarkBatch, rebuild_section, rebuild_sections
+from sitemap_updater.service.rebuild import DirtyMark, MarkBatch, cleanup_mark, rebuild_section, rebuild_sections
 from sitemap_updater.service.sweep import sweep
 from sitemap_updater.settings import Settings
 from tests import oracle
@@ -138,6 +138,11 @@ class Stack:
         assert set(self.s3.objects) - {"sitemap.xml"} == named
         # settled: every record's digest is what the bucket holds, and the index has announced it
         assert not any(f.unsettled or f.pending_index for f in self.store.file_records.values())
+
+
+def replace_settings(stack: Stack, **changes: Any) -> Pipeline:
+    """The stack's pipeline with other settings."""
+    return replace(stack.pipeline, settings=stack.pipeline.settings.model_copy(update=changes))
 
 
 @contextmanager
@@ -397,9 +402,11 @@ def test_an_index_of_a_site_whose_pages_were_all_deleted_is_removed() -> None:
     stack.send(page("a", version=1), page("b", version=1))
     stack.drain()
     stack.send(page("a", type="delete", version=2), page("b", type="delete", version=2))
+    batches = len(stack.cdn.batches)
     with crash(stack.store, "put_index_sha"):
         stack.drain()
     stack.drain()
+    assert any("/sitemap.xml" in paths for paths in list(stack.cdn.batches.values())[batches:])
     assert stack.s3.objects == {}
     assert stack.store.index is not None and stack.store.index[0] == ""
     stack.check()
@@ -452,6 +459,8 @@ def test_marks_are_sent_in_messages_under_the_size_limit(length: int, per_messag
     marks.flush()
     sizes = [len(json.loads(m.body)["marks"]) for m in stack.queues["rebuild"].messages]
     assert sizes == [per_message, 130 - per_message]
+    with crash(stack.pipeline.rebuild_queue, "send"):
+        marks.flush()  # flushed marks are gone: nothing is sent twice
     sent = [mark["url"] for m in stack.queues["rebuild"].messages for mark in json.loads(m.body)["marks"]]
     assert sorted(sent) == sorted(urls)
 
@@ -480,3 +489,65 @@ def test_news_exactly_48_hours_old_is_still_part_of_the_announced_digest() -> No
         [record] = [r for r in stack.notifications() if "digests" in r]
         expected = hashlib.sha256((main + (news_part if shown else "")).encode()).hexdigest()
         assert record["digests"] == {body["url"]: expected}
+
+
+def test_marks_fill_a_message_while_under_200000_bytes() -> None:
+    # 96 marks of 2,064 bytes and one of 1,855 come to 199,999 bytes: one more mark still fits in that message
+    stack = Stack()
+    marks = MarkBatch(stack.pipeline)
+    write = page_write(state_from_event(parse(page("a"))))
+    lengths = [2000] * 96 + [1791] + [100] * 20
+    for i, length in enumerate(lengths):
+        marks.add(replace(write, url=f"{BASE}/{i:03d}" + "x" * (length - len(BASE) - 4)))
+    marks.flush()
+    assert [len(json.loads(m.body)["marks"]) for m in stack.queues["rebuild"].messages] == [98, 19]
+
+
+def test_a_section_s_cleanup_requests_share_its_rebuild_group() -> None:
+    stack = Stack()
+    stack.send(page("a", section="Über Uns"))
+    [mark] = stack.queues["rebuild"].messages
+    body, group, _dedup = cleanup_mark("Über Uns", 1)
+    assert group == mark.group and body == {"section": "Über Uns", "cleanup": True}
+
+
+def test_an_event_failing_on_its_last_receive_is_dead_lettered_with_its_error() -> None:
+    stack = Stack()
+    pipeline = replace_settings(stack, ingest_max_receive_count=2)
+
+    def broken(_url: str) -> None:
+        raise RuntimeError("table unavailable")
+
+    object.__setattr__(pipeline.store, "get_page", broken)
+    body = json.dumps(page("a"))
+    with pytest.raises(RuntimeError):
+        ingest_message(body, "m-1", pipeline)  # the first receive: SQS will retry
+    result = ingest_message(body, "m-1", pipeline, receive_count=2)
+    assert type(result).__name__ == "DeadLettered"
+    [dead] = stack.queues["dlq"].messages
+    assert dead.attributes["reason"] == "failed on all 2 receives: RuntimeError: table unavailable"
+    assert dead.attributes["receive_count"] == "2"
+
+
+def test_a_long_rejection_reason_is_cut_to_1000_characters() -> None:
+    stack = Stack()
+    bad = page("a", images=[{"loc": f"ftp://x/{i}"} for i in range(60)])
+    ingest_message(json.dumps(bad), "m-1", stack.pipeline)
+    [dead] = stack.queues["dlq"].messages
+    assert len(dead.attributes["reason"]) == 1000
+
+
+def test_an_event_that_keeps_losing_races_raises_to_be_retried() -> None:
+    stack = Stack()
+    object.__setattr__(stack.store, "record_change", lambda *_args: False)
+    with pytest.raises(IngestConflict):
+        stack.send(page("a"))
+
+
+def test_the_index_change_record_names_the_new_index() -> None:
+    stack = Stack()
+    stack.send(page("a"))
+    stack.drain()
+    [record] = [r for r in stack.notifications() if "index" in r]
+    digest = hashlib.sha256(stack.s3.objects["sitemap.xml"].data).hexdigest()
+    assert record == {"index": {"generation": 1, "sha256": digest}}
