@@ -21,6 +21,12 @@ _ENV = {
     "notify_queue_url": "NOTIFY_QUEUE_URL",
     "ingest_dlq_url": "INGEST_DLQ_URL",
     "ingest_max_receive_count": "INGEST_MAX_RECEIVE_COUNT",
+    "rebuild_dlq_url": "REBUILD_DLQ_URL",
+    "rebuild_max_receive_count": "REBUILD_MAX_RECEIVE_COUNT",
+    "index_dlq_url": "INDEX_DLQ_URL",
+    "index_max_receive_count": "INDEX_MAX_RECEIVE_COUNT",
+    "notify_dlq_url": "NOTIFY_DLQ_URL",
+    "notify_max_receive_count": "NOTIFY_MAX_RECEIVE_COUNT",
     "indexnow_key": "INDEXNOW_KEY",
     "indexnow_endpoint": "INDEXNOW_ENDPOINT",
     "indexnow_window_seconds": "INDEXNOW_WINDOW_SECONDS",
@@ -34,6 +40,7 @@ _ENV = {
 INDEXNOW_ENDPOINT = "https://api.indexnow.org/indexnow"
 SEARCH_CONSOLE_API = "https://www.googleapis.com/webmasters/v3"
 Name = Annotated[str, Field(min_length=1)]
+ReceiveCount = Annotated[int, Field(ge=0, le=1000)]  # SQS allows maxReceiveCount 1..1000
 
 
 class SettingsError(ValueError):
@@ -56,7 +63,15 @@ class Settings(BaseModel):
     ingest_dlq_url: Name
     # The ingest queue's maxReceiveCount: on that receive a failing event goes to the dead-letter queue with its
     # error as the reason (SQS's own redrive would move it without one). 0: leave it to SQS.
-    ingest_max_receive_count: Annotated[int, Field(ge=0, le=1000)] = 0
+    ingest_max_receive_count: ReceiveCount = 0
+    # The same for the FIFO rebuild, index and notify queues: their dead-letter queues (FIFO) and their queues'
+    # maxReceiveCount. Without a URL, or with 0, a message failing on every receive is left to SQS's redrive.
+    rebuild_dlq_url: str = ""
+    rebuild_max_receive_count: ReceiveCount = 0
+    index_dlq_url: str = ""
+    index_max_receive_count: ReceiveCount = 0
+    notify_dlq_url: str = ""
+    notify_max_receive_count: ReceiveCount = 0
     # Notifications. IndexNow is off without a key; Search Console is off without a secret.
     indexnow_key: Annotated[str, Field(pattern=r"^([a-zA-Z0-9-]{8,128})?$")] = ""
     indexnow_endpoint: Annotated[str, Field(pattern=r"^https?://")] = INDEXNOW_ENDPOINT

@@ -17,7 +17,9 @@ from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import sweep as sweep_handler
 from sitemap_updater.local.iam import Policy, matches
 from sitemap_updater.local.runner import LocalContext, LocalRun
+from sitemap_updater.local.stack import session
 from sitemap_updater.service.ingest import ingest
+from sitemap_updater.service.rebuild import rebuild_section
 from sitemap_updater.service.runtime import use_pipeline
 from tests.conftest import BASE, event
 from tests.integration.conftest import FIXED_NOW, bodies
@@ -36,6 +38,13 @@ def indexnow(httpserver: HTTPServer) -> Iterator[str]:
     yield httpserver.url_for("/indexnow")
 
 
+MESSAGES = "sitemap_updater.service.messages"
+
+
+def _fail() -> Any:
+    raise OSError("persistent")
+
+
 def _unused(policy: Policy) -> list[str]:
     return [
         f"{policy.function}: {action} on {resource}"
@@ -44,7 +53,17 @@ def _unused(policy: Policy) -> list[str]:
     ]
 
 
-def test_every_function_uses_exactly_the_permissions_the_template_grants(moto_endpoint: str, indexnow: str) -> None:
+def _dead_letter_reasons(run: LocalRun, logical: str) -> list[str]:
+    sqs = session().client("sqs", endpoint_url=run.endpoint_url)
+    found = sqs.receive_message(
+        QueueUrl=run.stack.queue_url(logical), MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    ).get("Messages", [])
+    return [str(m.get("MessageAttributes", {})["reason"]["StringValue"]) for m in found]
+
+
+def test_every_function_uses_exactly_the_permissions_the_template_grants(
+    moto_endpoint: str, indexnow: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     now = [FIXED_NOW]
     with LocalRun(BASE, 2, moto_endpoint, clock=lambda: now[0], name="iam-exact", indexnow_endpoint=indexnow) as run:
         # Given pages in two sections (news among them) and a malformed event, files that split, a page that
@@ -81,6 +100,24 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(moto_en
         finally:
             use_pipeline(None)
         run.drain()
+        # And a changed page, and a page moving to a section whose rebuild fails on every receive, while the
+        # index rebuild and the notifier fail on every receive too: each function dead-letters its messages
+        # itself, with the reason
+        with monkeypatch.context() as failing:
+            failing.setattr(
+                f"{MESSAGES}.rebuild_section",
+                lambda pipeline, section, marks: (
+                    _fail() if section == "broken" else rebuild_section(pipeline, section, marks)
+                ),
+            )
+            failing.setattr(f"{MESSAGES}.rebuild_index", lambda *_a: _fail())
+            failing.setattr(f"{MESSAGES}.notify", lambda *_a: _fail())
+            changed = event(f"{BASE}/blog/p0", version=6, section="news", lastmod="2026-11-22")
+            moved = event(f"{BASE}/blog/p4", version=6, section="broken", lastmod="2026-11-22")
+            run.send_wave(bodies([changed, moved]))
+        for dlq in ("RebuildDeadLetterQueue", "IndexDeadLetterQueue", "NotifyDeadLetterQueue"):
+            reasons = _dead_letter_reasons(run, dlq)
+            assert reasons and all("failed on all 5 receives" in r and "OSError: persistent" in r for r in reasons)
         left = (f"{BASE}/blog/p0", f"{BASE}/blog/p4", f"{BASE}/news/today")
         gone = [event(url, type="delete", version=9) for url in left]
         last = run.send_wave(bodies(gone))

@@ -28,9 +28,21 @@ class MessageQueue:
         self._client.send_message(**params)
 
     def send_raw(self, body: str, attributes: dict[str, str]) -> None:
-        """Send a body as it is, with string message attributes (for dead letters with their reason)."""
-        self._client.send_message(
-            QueueUrl=self.url,
-            MessageBody=body if body else "(empty)",
-            MessageAttributes={k: {"DataType": "String", "StringValue": v or "-"} for k, v in attributes.items()},
-        )
+        """Send a body as it is, with string message attributes (for dead letters with their reason), to a
+        standard queue."""
+        self.send_raw_grouped(body, attributes, None, None)
+
+    def send_raw_grouped(self, body: str, attributes: dict[str, str], group: str | None, dedup: str | None) -> None:
+        """``send_raw`` to any queue: ``group`` and ``dedup`` are required on a FIFO queue (a FIFO dead-letter
+        queue keeps the message's group; the deduplication ID makes a repeated send within five minutes one)."""
+        params: dict[str, Any] = {
+            "QueueUrl": self.url,
+            "MessageBody": body if body else "(empty)",
+            "MessageAttributes": {k: {"DataType": "String", "StringValue": v or "-"} for k, v in attributes.items()},
+        }
+        if self.fifo:
+            if group is None or dedup is None:
+                raise ValueError("a FIFO queue needs a message group and a deduplication ID")
+            params["MessageGroupId"] = group
+            params["MessageDeduplicationId"] = dedup
+        self._client.send_message(**params)

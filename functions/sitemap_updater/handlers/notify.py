@@ -20,9 +20,11 @@ metrics = Metrics()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     records = event.get("Records", [])
-    done, failures = notify_batch(records, current_pipeline(), current_notifiers())
+    done, settled = notify_batch(records, current_pipeline(), current_notifiers())
     if done is None:
         logger.warning("search engine busy; the change records will be retried", extra={"records": len(records)})
+    elif isinstance(done, str):
+        logger.error("notification failed; the change records will be retried", extra={"error": done})
     else:
         for sent in done.sent:
             logger.info("notified", extra={"endpoint": sent.endpoint, "status": sent.status, "urls": len(sent.urls)})
@@ -39,4 +41,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 },
             )
             metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
-    return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
+    for dead in settled.dead_lettered:
+        logger.error("message failed on every receive", extra={"reason": dead.reason, "message_id": dead.message_id})
+        metrics.add_metric(name="MessagesDeadLettered", unit=MetricUnit.Count, value=1)
+    for message_id, error in settled.unsent.items():
+        logger.error("dead-letter send failed; SQS will move it", extra={"message_id": message_id, "error": error})
+    return {"batchItemFailures": [{"itemIdentifier": m} for m in settled.failures]}

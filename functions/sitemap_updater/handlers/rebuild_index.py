@@ -19,10 +19,15 @@ metrics = Metrics()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     records = event.get("Records", [])
-    done, failures = index_batch(records, current_pipeline())
+    done, settled = index_batch(records, current_pipeline())
     if isinstance(done, str):
         logger.error("index rebuild failed; its requests will be retried", extra={"error": done})
     else:
         logger.info("index rebuilt", extra={"written": done.written, "files": done.files, "unnamed": done.unnamed})
         metrics.add_metric(name="IndexWritten", unit=MetricUnit.Count, value=int(done.written))
-    return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
+    for dead in settled.dead_lettered:
+        logger.error("message failed on every receive", extra={"reason": dead.reason, "message_id": dead.message_id})
+        metrics.add_metric(name="MessagesDeadLettered", unit=MetricUnit.Count, value=1)
+    for message_id, error in settled.unsent.items():
+        logger.error("dead-letter send failed; SQS will move it", extra={"message_id": message_id, "error": error})
+    return {"batchItemFailures": [{"itemIdentifier": m} for m in settled.failures]}

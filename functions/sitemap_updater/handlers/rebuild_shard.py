@@ -25,6 +25,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             extra={"section": done.section, "put": done.put, "retired": done.retired, "read": done.entries_read},
         )
         metrics.add_metric(name="FilesWritten", unit=MetricUnit.Count, value=len(done.put))
+        for latency in done.latencies_s:  # event recorded -> its file published; the p99 is alarmed
+            metrics.add_metric(name="PublishLatency", unit=MetricUnit.Seconds, value=latency)
     for section, error in outcome.errors.items():
         logger.error("section rebuild failed", extra={"section": section, "error": error})
+    for message_id, error in outcome.unreadable.items():
+        logger.error("rebuild message unreadable", extra={"message_id": message_id, "error": error})
+    for dead in outcome.dead_lettered:
+        logger.error("message failed on every receive", extra={"reason": dead.reason, "message_id": dead.message_id})
+        metrics.add_metric(name="MessagesDeadLettered", unit=MetricUnit.Count, value=1)
+    for message_id, error in outcome.unsent.items():
+        logger.error("dead-letter send failed; SQS will move it", extra={"message_id": message_id, "error": error})
     return outcome.response()

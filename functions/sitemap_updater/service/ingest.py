@@ -12,6 +12,7 @@ from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import PageEvent, parse_event, parse_w3c
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
+from sitemap_updater.service.dead_letters import DeadLetters, dead_letter, error_text, failure_reason
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import MarkBatch, requeue
 
@@ -62,15 +63,13 @@ def ingest_message(
         result = ingest(body, pipeline, marks)
     except EventRejected as exc:
         reason = str(exc)
-        pipeline.dead_letters.send_raw(body, {"reason": reason[:1000], "source_message_id": message_id})
+        dead_letter(pipeline.dead_letters, body, reason, message_id)
         result = Rejected(reason, body)
     except Exception as exc:
-        limit = pipeline.settings.ingest_max_receive_count
-        if not limit or receive_count < limit:
+        if not DeadLetters(pipeline.dead_letters, pipeline.settings.ingest_max_receive_count).is_last(receive_count):
             raise
-        reason = f"failed on all {receive_count} receives: {type(exc).__name__}: {exc}"
-        attributes = {"reason": reason[:1000], "source_message_id": message_id, "receive_count": str(receive_count)}
-        pipeline.dead_letters.send_raw(body, attributes)
+        reason = failure_reason(error_text(exc), receive_count)
+        dead_letter(pipeline.dead_letters, body, reason, message_id, receive_count)
         result = DeadLettered(reason, body)
     pipeline.observe(result)
     return result

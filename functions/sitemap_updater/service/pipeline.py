@@ -45,6 +45,10 @@ class Pipeline:
     dead_letters: MessageQueue
     clock: Callable[[], datetime] = field(default=_now)
     observe: Callable[[object], None] = field(default=lambda _result: None)
+    # The FIFO dead-letter queues of the rebuild, index and notify queues (None: failures are left to SQS).
+    rebuild_dead_letters: MessageQueue | None = None
+    index_dead_letters: MessageQueue | None = None
+    notify_dead_letters: MessageQueue | None = None
     site: Site = field(init=False)
     limits: Limits = field(init=False)
 
@@ -80,4 +84,7 @@ class Pipeline:
             dead_letters=MessageQueue(sqs, settings.ingest_dlq_url),
             clock=clock,
             observe=observe or (lambda _result: None),
+            rebuild_dead_letters=MessageQueue(sqs, settings.rebuild_dlq_url) if settings.rebuild_dlq_url else None,
+            index_dead_letters=MessageQueue(sqs, settings.index_dlq_url) if settings.index_dlq_url else None,
+            notify_dead_letters=MessageQueue(sqs, settings.notify_dlq_url) if settings.notify_dlq_url else None,
         )
