@@ -366,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=0, help="a stratified sample of N mutants (0: all)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
+    parser.add_argument("--only", type=Path, help="only the mutants whose key is a line of this file (after sampling)")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--show", type=int, default=-1, help="print the source of the N-th listed mutant")
     args = parser.parse_args(argv)
@@ -373,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
     mutants = [m for module in modules for m in enumerate_mutants(module)]
     if args.sample:
         mutants = sample(mutants, args.sample, args.seed)
+    if args.only:
+        wanted = set(args.only.read_text(encoding="utf-8").splitlines())
+        mutants = [m for m in mutants if m.key in wanted]
     if args.list:
         for number, mutant in enumerate(mutants):
             print(number, mutant.ident)
@@ -426,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"score {score:.1%} of {judged} non-equivalent mutants, {minutes:.1f} min")
     for mutant in survived:
         print(f"  survived: {mutant.ident}")
+        print(f"  key: {mutant.key}")
     return 0 if score >= 0.9 else 1
 
 

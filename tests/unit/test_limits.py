@@ -165,3 +165,18 @@ def test_a_long_section_name_survives_the_record_format() -> None:
     assert list(decode_states(encode_state(state))) == [state]
     with pytest.raises(EventRejected):
         parse_event(json.dumps(event(section="x" * 101)), SITE)
+
+
+def _model_record(body: dict[str, Any]) -> tuple[int, bytes]:
+    state = state_from_event(parse(body))
+    return state.key, encode_state(state)
+
+
+def test_the_fast_path_takes_common_lines_at_the_edges_and_agrees_with_the_model() -> None:
+    for body in (
+        event(f"{BASE}/a?b/c"),  # a query before the second slash: a root page
+        event(f"{BASE}/blog/a?b/c"),
+        event(occurred_at="1970-01-01T00:00:00Z"),
+        event(lastmod="1970-01-01", occurred_at="1970-06-01T00:00:00+02:00"),
+    ):
+        assert LineParser(SITE).record(json.dumps(body).encode()) == _model_record(body)
