@@ -93,13 +93,6 @@ def _instrument(sim: Any, ops: list[Ops]) -> None:
             _a(*args, **kwargs)
 
         queue.add = send
-    invalidate = sim.cdn.invalidate
-
-    def paths(batch: list[str], reference: str) -> None:
-        ops[-1].cdn_paths += len(batch)
-        invalidate(batch, reference)
-
-    sim.cdn.invalidate = paths
 
 
 def run(size: int) -> dict[str, Any]:

@@ -317,9 +317,6 @@ def _wave_summary(path: Path, report: dict[str, object]) -> str:
     ]
     if s3["deleted"]:
         lines.append(f"  deleted: {', '.join(s3['deleted'])}")
-    invalidations = report["invalidations"]
-    assert isinstance(invalidations, list)
-    lines.append(f"  CloudFront invalidations: {len(invalidations)} path(s)")
     changed = report["changed_urls"]
     assert isinstance(changed, list)
     lines += [f"  changed: {url}" for url in changed]

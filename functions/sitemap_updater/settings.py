@@ -15,7 +15,6 @@ _ENV = {
     "max_urls_per_file": "MAX_URLS_PER_FILE",
     "manifest_table": "MANIFEST_TABLE",
     "bucket_name": "BUCKET_NAME",
-    "distribution_id": "DISTRIBUTION_ID",
     "rebuild_queue_url": "REBUILD_QUEUE_URL",
     "index_queue_url": "INDEX_QUEUE_URL",
     "notify_queue_url": "NOTIFY_QUEUE_URL",
@@ -27,6 +26,8 @@ _ENV = {
     "index_max_receive_count": "INDEX_MAX_RECEIVE_COUNT",
     "notify_dlq_url": "NOTIFY_DLQ_URL",
     "notify_max_receive_count": "NOTIFY_MAX_RECEIVE_COUNT",
+    "cdn_max_age_seconds": "CDN_MAX_AGE_SECONDS",
+    "retired_file_grace_seconds": "RETIRED_FILE_GRACE_SECONDS",
     "indexnow_key": "INDEXNOW_KEY",
     "indexnow_endpoint": "INDEXNOW_ENDPOINT",
     "indexnow_window_seconds": "INDEXNOW_WINDOW_SECONDS",
@@ -56,7 +57,6 @@ class Settings(BaseModel):
     max_urls_per_file: Annotated[int, Field(ge=1, le=MAX_URLS_PER_FILE)] = DEFAULT_URLS_PER_FILE
     manifest_table: Name
     bucket_name: Name
-    distribution_id: Name
     rebuild_queue_url: Name
     index_queue_url: Name
     notify_queue_url: Name
@@ -72,6 +72,11 @@ class Settings(BaseModel):
     index_max_receive_count: ReceiveCount = 0
     notify_dlq_url: str = ""
     notify_max_receive_count: ReceiveCount = 0
+    # How long the CDN may serve a file or the index after it changed (their Cache-Control max-age, the cache
+    # policies' TTL and the index queue's delay); 0 where nothing caches (local runs, tests). And how long a file
+    # the index no longer names is kept, so that an index a CDN or crawler still holds never names a missing file.
+    cdn_max_age_seconds: Annotated[int, Field(ge=0, le=3600)] = 0
+    retired_file_grace_seconds: Annotated[int, Field(ge=0, le=7 * 86_400)] = 0
     # Notifications. IndexNow is off without a key; Search Console is off without a secret.
     indexnow_key: Annotated[str, Field(pattern=r"^([a-zA-Z0-9-]{8,128})?$")] = ""
     indexnow_endpoint: Annotated[str, Field(pattern=r"^https?://")] = INDEXNOW_ENDPOINT

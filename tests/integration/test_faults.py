@@ -23,7 +23,6 @@ CALLS = {
     "store": ("record_change", "record_rank", "clear_pending", "put_file", "move_file_state", "delete_file",
               "clear_pending_index", "put_index_sha", "mark_sent"),
     "bucket": ("publish", "delete"),
-    "cdn": ("invalidate",),
     "rebuild_queue": ("send",),
     "index_queue": ("send",),
     "notify_queue": ("send",),

@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 
 from sitemap_updater.handlers import ingest as ingest_handler
-from sitemap_updater.handlers import news_expiry
+from sitemap_updater.handlers import upkeep
 from sitemap_updater.local.runner import LocalContext, LocalRun
 from sitemap_updater.service.ingest import ingest
 from sitemap_updater.service.runtime import use_pipeline
@@ -60,7 +60,7 @@ def test_a_change_whose_rebuild_was_never_queued_is_recovered(local_run: LocalRu
     assert b"/blog/recovered" in gzip.decompress(run.published()["sitemap-blog-00000000.xml.gz"])
 
 
-def test_news_older_than_two_days_leaves_the_file_after_news_expiry(moto_endpoint: str) -> None:
+def test_news_older_than_two_days_leaves_the_file_after_upkeep(moto_endpoint: str) -> None:
     now = [FIXED_NOW]
     with LocalRun(BASE, None, moto_endpoint, clock=lambda: now[0], name="news-sweep") as run:
         news = {
@@ -75,8 +75,8 @@ def test_news_older_than_two_days_leaves_the_file_after_news_expiry(moto_endpoin
         now[0] = FIXED_NOW + timedelta(days=2)
         use_pipeline(run.pipeline)
         try:
-            with run.iam.acting_as("NewsExpiryFunction"):  # its own hourly function, under its own policy
-                assert news_expiry.handler({}, cast(Any, LocalContext("news_expiry"))) == {"news_expired": 1}
+            with run.iam.acting_as("UpkeepFunction"):  # its own hourly function, under its own policy
+                assert upkeep.handler({}, cast(Any, LocalContext("upkeep"))) == {"news_expired": 1, "cleanups": 0}
         finally:
             use_pipeline(None)
         run.drain()
@@ -100,7 +100,7 @@ def test_the_sweep_warns_when_robots_txt_does_not_name_the_index(
     site_url = httpserver.url_for("/").rstrip("/")
     settings = run.pipeline.settings.model_copy(update={"site_url": site_url, "robots_check": True})
     pipeline = Pipeline(
-        settings, run.pipeline.store, run.pipeline.bucket, run.pipeline.cdn, run.pipeline.rebuild_queue,
+        settings, run.pipeline.store, run.pipeline.bucket, run.pipeline.rebuild_queue,
         run.pipeline.index_queue, run.pipeline.notify_queue, run.pipeline.dead_letters,
     )  # fmt: skip
     robots_text = robots.replace("https://www.example.com", site_url)
@@ -128,7 +128,7 @@ def test_a_rebuild_dying_before_it_queues_the_index_still_reaches_the_index(loca
     # When a new page arrives and SQS redelivers the failed rebuild
     report = run.send_wave(bodies([event(f"{BASE}/docs/b", version=1)])).as_dict()
     object.__setattr__(pipeline.index_queue, "send", send)
-    # Then the index names the new file and its path is invalidated with the index
+    # Then the index names the new file
     index = run.published()["sitemap.xml"].decode()
     assert "sitemap-docs-00000000.xml.gz" in index
-    assert report["invalidations"] == ["/sitemap-docs-00000000.xml.gz", "/sitemap.xml"]
+    assert "sitemap.xml" in report["s3"]["put"]

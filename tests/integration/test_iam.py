@@ -12,9 +12,9 @@ import pytest
 from botocore.exceptions import ClientError
 from pytest_httpserver import HTTPServer
 
-from sitemap_updater.handlers import news_expiry
 from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import sweep as sweep_handler
+from sitemap_updater.handlers import upkeep
 from sitemap_updater.local.iam import Policy, matches
 from sitemap_updater.local.runner import LocalContext, LocalRun
 from sitemap_updater.local.stack import session
@@ -95,8 +95,8 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         now[0] = FIXED_NOW + timedelta(days=2)
         use_pipeline(run.pipeline)
         try:
-            with run.iam.acting_as("NewsExpiryFunction"):
-                assert news_expiry.handler({}, cast(Any, LocalContext("news"))) == {"news_expired": 1}
+            with run.iam.acting_as("UpkeepFunction"):
+                assert upkeep.handler({}, cast(Any, LocalContext("news"))) == {"news_expired": 1, "cleanups": 0}
         finally:
             use_pipeline(None)
         run.drain()

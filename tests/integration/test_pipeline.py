@@ -50,19 +50,19 @@ def test_one_update_on_10000_pages_rewrites_one_file_plus_the_index(local_run: L
     # When one page is updated
     changed = dict(pages[1234], version=2, lastmod="2026-11-21T08:00:00Z", changefreq="daily")
     report = run.send_wave(bodies([changed])).as_dict()
-    # Then exactly one sitemap file and the index are rewritten, in one invalidation batch
+    # Then exactly one sitemap file and the index are rewritten (and nothing is invalidated: the CDN's cache
+    # lifetime is short, and the report has no invalidations to show)
     after = run.published()
     rewritten = sorted(name for name in after if after[name] != before.get(name))
     assert len(rewritten) == 2 and "sitemap.xml" in rewritten
     assert sorted(report["s3"]["put"]) == rewritten
-    assert report["invalidation_batches"] == 1
-    assert report["invalidations"] == sorted(f"/{name}" for name in rewritten)
+    assert "invalidations" not in report
     assert report["changed_urls"] == [changed["url"]]
     # And everything published equals what a full build renders
     assert after == reference_site([*pages, changed], Limits(max_urls=500)).all_bytes()
 
 
-def test_resending_a_wave_writes_and_invalidates_nothing(local_run: LocalRunFactory) -> None:
+def test_resending_a_wave_writes_nothing(local_run: LocalRunFactory) -> None:
     run = local_run(max_urls_per_file=10)
     wave = bodies(site_events(60))
     first = run.send_wave(wave).as_dict()
@@ -71,7 +71,7 @@ def test_resending_a_wave_writes_and_invalidates_nothing(local_run: LocalRunFact
     again = run.send_wave(wave).as_dict()
     assert again["events"] == {"accepted": 0, "rejected": 0, "stale": 0, "noop": 60}
     assert again["s3"] == {"put": [], "deleted": []}
-    assert again["invalidations"] == [] and again["changed_urls"] == []
+    assert again["changed_urls"] == []
     assert run.published() == published
 
 

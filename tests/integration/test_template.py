@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from functools import cache
@@ -45,7 +47,7 @@ def test_sam_transform_gives_functions_with_partial_batch_responses() -> None:
     assert len(mappings) == 4
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings)
     functions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 5
+    assert len(functions) == 6  # ingest, shard, index, notify, and the two hourly ones: sweep and news expiry
     assert all(f["Architectures"] == ["arm64"] and f["Runtime"].startswith("python3.1") for f in functions)
 
 
@@ -76,3 +78,21 @@ def test_bucket_is_private_and_read_only_through_cloudfront() -> None:
     assert [s["Principal"] for s in allow] == [{"Service": "cloudfront.amazonaws.com"}]
     origin = resources["Distribution"]["Properties"]["DistributionConfig"]["Origins"][0]
     assert "OriginAccessControlId" in origin
+
+
+def test_the_dashboard_shows_only_metrics_the_functions_emit() -> None:
+    # Given the dashboard body with every ${...} filled in
+    dashboard = transformed()["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    body = json.loads(re.sub(r"\$\{[^}]+\}", "1", dashboard[0]))
+    shown = {
+        metric[1]
+        for widget in body["widgets"]
+        for metric in widget["properties"]["metrics"]
+        if metric[0] == "SitemapUpdater"
+    }
+    # Then each of our metrics on it is one a handler publishes (a renamed metric would leave a blank graph)
+    handlers = "".join(p.read_text() for p in (ROOT / "functions/sitemap_updater/handlers").glob("*.py"))
+    emitted = set(re.findall(r'name="(\w+)"', handlers)) | {f"Events{o.title()}" for o in ("accepted", "stale", "noop")}
+    assert shown and shown <= emitted, shown - emitted
+    alarm = transformed()["Resources"]["PublishLatencyAlarm"]["Properties"]
+    assert alarm["MetricName"] in emitted and alarm["ExtendedStatistic"] == "p99"

@@ -165,6 +165,7 @@ def test_every_function_runs_from_the_built_package(
     secrets = session().client("secretsmanager", endpoint_url=moto_endpoint)
     secret_arn = secrets.create_secret(Name="package-test-search-console", SecretString=json.dumps(info))["ARN"]
     parameters = {"SiteUrl": base, "IndexNowKey": KEY, "SearchConsoleSecretArn": secret_arn, "RobotsCheck": "true"}
+    parameters["CdnMaxAgeSeconds"] = "0"  # no CDN here: the index queue need not wait out a cache lifetime
     stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-test")
     env = {
         **stack.environment,
@@ -210,10 +211,10 @@ def test_every_function_runs_from_the_built_package(
     functions = Functions(package, stack, env, tmp_path)
     functions.drain()
     swept = functions.invoke("sitemap_updater.handlers.sweep.handler", SCHEDULED)
-    expired = functions.invoke("sitemap_updater.handlers.news_expiry.handler", SCHEDULED)
+    expired = functions.invoke("sitemap_updater.handlers.upkeep.handler", SCHEDULED)
 
     # Then every function ran, and the site has its sitemap file and index
-    assert set(functions.invoked) == {"ingest", "rebuild_shard", "rebuild_index", "notify", "sweep", "news_expiry"}
+    assert set(functions.invoked) == {"ingest", "rebuild_shard", "rebuild_index", "notify", "sweep", "upkeep"}
     s3 = session().client("s3", endpoint_url=moto_endpoint)
     bucket = stack.physical["SitemapBucket"]
     names = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
@@ -235,7 +236,7 @@ def test_every_function_runs_from_the_built_package(
     assert submitted == [f"Bearer {TOKEN}"]
     # and the sweep read robots.txt and found nothing to do
     assert swept == {"requeued": 0}
-    assert expired == {"news_expired": 0}
+    assert expired == {"news_expired": 0, "cleanups": 0}
     assert [r.path for r, _ in site.log if r.path == "/robots.txt"] == ["/robots.txt"]
     # without reading the Search Console secret (its role may not), which leaves google-auth unloaded
     assert "google.oauth2.service_account" not in functions.modules["sweep"]

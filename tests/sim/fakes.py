@@ -18,7 +18,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sitemap_updater.adapters.cdn import Invalidator
 from sitemap_updater.adapters.http import HttpClient, HttpResponse
 from sitemap_updater.adapters.manifest import ManifestStore, PageRecord, PageWrite, SentRecord, entry_sort_key
 from sitemap_updater.adapters.queues import MessageQueue
@@ -151,12 +150,12 @@ class FakeStore(ManifestStore):
 
         return bool(self._call(name, update))
 
-    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str) -> bool:
+    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0) -> bool:
         return self._conditional_update(
             "update_item",
             published,
             lambda f: f.state == from_state and f.sha256 == published.sha256,
-            lambda f: replace(f, state=to_state),
+            lambda f: replace(f, state=to_state, unnamed_us=at_us),
         )
 
     def mark_unsettled(self, published: PublishedFile) -> None:
@@ -262,21 +261,6 @@ class _Pages:
         return iter(self.pages)
 
 
-# --- CloudFront --------------------------------------------------------------------------------------------
-class FakeCdn(Invalidator):
-    """Invalidation batches by caller reference (CloudFront makes a repeated reference a no-op)."""
-
-    def __init__(self, sched: Scheduler) -> None:
-        self._sched = sched
-        self.batches: dict[str, list[str]] = {}
-
-    def invalidate(self, paths: list[str], caller_reference: str) -> None:
-        if paths:
-            self._sched.point(
-                "cloudfront.create_invalidation", lambda: self.batches.setdefault(caller_reference, sorted(paths))
-            )
-
-
 # --- SQS ---------------------------------------------------------------------------------------------------
 @dataclass
 class Message:
@@ -302,6 +286,7 @@ class SimQueueState:
     visibility: float
     max_receive: int | None
     dead_letter: SimQueueState | None = None
+    delay: float = 0.0  # the queue's DelaySeconds: every message waits at least this long
     messages: list[Message] = field(default_factory=list)
     dedup: dict[tuple[str | None, str], float] = field(default_factory=dict)
     in_flight: dict[str, Message] = field(default_factory=dict)
@@ -315,8 +300,9 @@ class SimQueueState:
                 return  # a duplicate within the 5-minute deduplication interval is accepted and dropped
             self.dedup[key] = now
         self.counter += 1
+        available = now + max(delay, self.delay)
         self.messages.append(
-            Message(f"{self.name}-{self.counter}", body, attributes, group, now, now + delay, self.counter)
+            Message(f"{self.name}-{self.counter}", body, attributes, group, now, available, self.counter)
         )
 
     def receive(self, limit: int, now: float, rng: random.Random) -> list[Message]:

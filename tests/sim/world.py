@@ -30,7 +30,7 @@ from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.settings import Settings
 from tests.conftest import AS_OF_US, BASE
 from tests.sim.events import Events, generate
-from tests.sim.fakes import FakeCdn, FakeIndexNow, FakeS3, FakeStore, Message, S3Object, SimQueue, SimQueueState
+from tests.sim.fakes import FakeIndexNow, FakeS3, FakeStore, Message, S3Object, SimQueue, SimQueueState
 from tests.sim.oracle import expected_site
 from tests.sim.scheduler import Clock, Faults, LambdaDied, Scheduler, Task
 
@@ -154,6 +154,7 @@ class Simulation:
         template = _template()
         resources: dict[str, Any] = template["Resources"]
         physical = {logical: f"sim-{logical}" for logical in resources}
+        defaults = {key: str(spec.get("Default", "")) for key, spec in template.get("Parameters", {}).items()}
         self.queues: dict[str, SimQueueState] = {}
         for logical, spec in resources.items():
             if spec["Type"] != "AWS::SQS::Queue":
@@ -162,7 +163,9 @@ class Simulation:
             fifo = bool(props.get("FifoQueue", False))
             policy = props.get("RedrivePolicy")
             max_receive = int(policy["maxReceiveCount"]) if policy else None
-            self.queues[logical] = SimQueueState(logical, fifo, float(props.get("VisibilityTimeout", 30)), max_receive)
+            visibility = float(props.get("VisibilityTimeout", 30))
+            delay = float(_resolve(props.get("DelaySeconds", 0), defaults, {}))
+            self.queues[logical] = SimQueueState(logical, fifo, visibility, max_receive, delay=delay)
             suffix = ".fifo" if fifo else ""
             physical[logical] = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/sim-{logical}{suffix}"
         for logical, spec in resources.items():
@@ -177,7 +180,6 @@ class Simulation:
         settings = Settings.from_env(env)
         self.store = FakeStore(self.sched, self.clock)
         self.s3 = FakeS3(self.sched, watch=self._watch)
-        self.cdn = FakeCdn(self.sched)
         self.http = FakeIndexNow(self.sched, random.Random(self.config.seed * 31 + 3), self.config.busy_rate)
         by_url = {physical[k]: q for k, q in self.queues.items()}
 
@@ -189,7 +191,6 @@ class Simulation:
             settings=settings,
             store=self.store,
             bucket=SitemapBucket(self.s3, settings.bucket_name),  # type: ignore[arg-type]
-            cdn=self.cdn,
             rebuild_queue=queue(settings.rebuild_queue_url),
             index_queue=queue(settings.index_queue_url),
             notify_queue=queue(settings.notify_queue_url),
@@ -287,7 +288,12 @@ class Simulation:
                             next_sweep += 3600.0
                         continue
                     if self._sweep(faults=False) == 0:
-                        break
+                        unnamed = [f.unnamed_us for f in self.store.file_records.values() if f.state == "unnamed"]
+                        if not unnamed:
+                            break
+                        # Files the index stopped naming wait out their grace; the next hourly upkeep deletes them.
+                        self.clock.now = max(self.clock.now, next_sweep)
+                        next_sweep += 3600.0
         finally:
             service.setLevel(level)
             use_pipeline(None)

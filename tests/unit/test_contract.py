@@ -35,7 +35,7 @@ def test_core_imports_no_io_layer() -> None:
                 assert not any(name == f or name.startswith(f + ".") for f in forbidden), f"{path.name} imports {name}"
 
 
-HANDLERS = ("ingest", "rebuild_shard", "rebuild_index", "notify", "sweep", "news_expiry")
+HANDLERS = ("ingest", "rebuild_shard", "rebuild_index", "notify", "sweep", "upkeep")
 # Modules a handler must not load at cold start: each costs every new Lambda container 40-240 ms
 # (docs/benchmarks.md). Only the ingest path needs the event models.
 HEAVY = {"boto3": HANDLERS, "s3transfer": HANDLERS, "aws_xray_sdk": HANDLERS,

@@ -30,7 +30,7 @@ from sitemap_updater.service.sweep import sweep
 from sitemap_updater.settings import Settings
 from tests import oracle
 from tests.conftest import AS_OF_US, BASE, event, parse
-from tests.sim.fakes import FakeCdn, FakeS3, FakeStore, SimQueue, SimQueueState
+from tests.sim.fakes import FakeS3, FakeStore, SimQueue, SimQueueState
 from tests.sim.scheduler import Clock, Faults, Scheduler
 
 NOW = datetime.fromtimestamp(AS_OF_US / 1_000_000, UTC)
@@ -49,11 +49,10 @@ class Stack:
         sched = Scheduler(random.Random(0), self.clock, Faults(random.Random(0), 0.0))
         self.store = FakeStore(sched, self.clock)
         self.s3 = FakeS3(sched)
-        self.cdn = FakeCdn(sched)
         names = ("rebuild", "index", "notify", "dlq")
         self.queues = {name: SimQueueState(name, name != "dlq", 30.0, None) for name in names}
         settings = Settings(
-            site_url=BASE, max_urls_per_file=max_urls, manifest_table="t", bucket_name="b", distribution_id="d",
+            site_url=BASE, max_urls_per_file=max_urls, manifest_table="t", bucket_name="b",
             rebuild_queue_url="rebuild", index_queue_url="index", notify_queue_url="notify", ingest_dlq_url="dlq",
         )  # fmt: skip
 
@@ -64,7 +63,6 @@ class Stack:
             settings=settings,
             store=self.store,
             bucket=SitemapBucket(self.s3, "b"),  # type: ignore[arg-type]
-            cdn=self.cdn,
             rebuild_queue=queue("rebuild"),
             index_queue=queue("index"),
             notify_queue=queue("notify"),
@@ -402,12 +400,10 @@ def test_an_index_of_a_site_whose_pages_were_all_deleted_is_removed() -> None:
     stack.send(page("a", version=1), page("b", version=1))
     stack.drain()
     stack.send(page("a", type="delete", version=2), page("b", type="delete", version=2))
-    batches = len(stack.cdn.batches)
     with crash(stack.store, "put_index_sha"):
         stack.drain()
     stack.drain()
-    assert any("/sitemap.xml" in paths for paths in list(stack.cdn.batches.values())[batches:])
-    assert stack.s3.objects == {}
+    assert stack.s3.objects == {}  # the index too
     assert stack.store.index is not None and stack.store.index[0] == ""
     stack.check()
 
@@ -432,17 +428,6 @@ def test_retired_files_are_deleted_even_when_the_cleanup_request_was_lost() -> N
     # Then the unnamed files are deleted
     assert all(f.state == "live" for f in stack.store.file_records.values())
     stack.check()
-
-
-def test_the_index_invalidates_the_published_files_and_itself_in_one_batch() -> None:
-    stack = Stack()
-    stack.send(page("a", version=1))
-    stack.drain()
-    [paths] = stack.cdn.batches.values()
-    assert paths == sorted(["/sitemap.xml", *[f"/{n}" for n in stack.s3.objects if n != "sitemap.xml"]])
-    # a retried index rebuild with nothing new invalidates nothing more
-    rebuild_index(stack.pipeline)
-    assert len(stack.cdn.batches) == 1
 
 
 # --- messages ----------------------------------------------------------------------------------------------

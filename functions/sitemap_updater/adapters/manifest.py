@@ -296,16 +296,22 @@ class ManifestStore:
     def put_file(self, published: PublishedFile) -> None:
         self._client.put_item(TableName=self.table, Item=_file_item(published))
 
-    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str) -> bool:
-        """Change a file record's state only if it is still ``from_state`` with the same content."""
+    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0) -> bool:
+        """Change a file record's state only if it is still ``from_state`` with the same content; moving it to
+        ``unnamed`` records when (``at_us``)."""
         return _conditional(
             lambda: self._client.update_item(
                 TableName=self.table,
                 Key=_file_key(published),
-                UpdateExpression="SET #state = :to",
+                UpdateExpression="SET #state = :to, unnamed_us = :at",
                 ConditionExpression="#state = :from AND sha256 = :sha",
                 ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":to": _s(to_state), ":from": _s(from_state), ":sha": _s(published.sha256)},
+                ExpressionAttributeValues={
+                    ":to": _s(to_state),
+                    ":from": _s(from_state),
+                    ":sha": _s(published.sha256),
+                    ":at": _n(at_us),
+                },
             )
         )
 
@@ -463,6 +469,9 @@ def _file_item(published: PublishedFile) -> dict[str, Any]:
         "news_until_us": _n(published.news_until_us),
         "pending_index": {"BOOL": published.pending_index},
         "unsettled": {"BOOL": published.unsettled},
+        "published_us": _n(published.published_us),
+        "prev_lastmod_us": _n(published.prev_lastmod_us),
+        "unnamed_us": _n(published.unnamed_us),
     }
 
 
@@ -480,4 +489,7 @@ def _file_from_item(item: dict[str, Any]) -> PublishedFile:
         news_until_us=int(item.get("news_until_us", {}).get("N", "0")),
         pending_index=item.get("pending_index", {}).get("BOOL", False),
         unsettled=item.get("unsettled", {}).get("BOOL", False),
+        published_us=int(item.get("published_us", {}).get("N", "0")),
+        prev_lastmod_us=int(item.get("prev_lastmod_us", {}).get("N", "0")),
+        unnamed_us=int(item.get("unnamed_us", {}).get("N", "0")),
     )

@@ -34,9 +34,11 @@ def content_type(name: str) -> str:
 class SitemapBucket:
     """The private bucket CloudFront serves the sitemaps from."""
 
-    def __init__(self, client: S3Client, bucket: str) -> None:
+    def __init__(self, client: S3Client, bucket: str, max_age_seconds: int = 0) -> None:
         self._client = client
         self.bucket = bucket
+        # What CloudFront and crawlers may cache; 0 where nothing caches (every request revalidates).
+        self._cache_control = f"public, max-age={max_age_seconds}" if max_age_seconds else "no-cache"
         self._present: set[str] = set()  # names put_if_absent has seen in the bucket
 
     def _current(self, name: str) -> tuple[str, int] | None:
@@ -64,7 +66,7 @@ class SitemapBucket:
                     Key=name,
                     Body=data,
                     ContentType=content_type(name),
-                    CacheControl="public, max-age=60" if name.endswith(".xml") else "public, max-age=3600",
+                    CacheControl=self._cache_control,
                     Metadata={"seq": str(seq)},
                     **condition,  # type: ignore[arg-type]
                 )
@@ -89,7 +91,7 @@ class SitemapBucket:
                 Key=name,
                 Body=data,
                 ContentType=content_type(name),
-                CacheControl="public, max-age=3600",
+                CacheControl=self._cache_control,
                 Metadata={"seq": "0"},
                 IfNoneMatch="*",
             )

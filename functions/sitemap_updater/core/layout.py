@@ -109,8 +109,8 @@ class PublishedFile:
 
     ``state`` is ``writing`` (about to be put under a name nothing else records; never named by the index),
     ``live`` (named by the index), ``retiring`` (left the layout; still named until the next index) or
-    ``unnamed`` (the published index no longer names it; safe to delete). ``seq`` is the section
-    manifest sequence the bytes were rendered from.
+    ``unnamed`` (the published index no longer names it; deleted once the CDN can no longer serve an index
+    naming it). ``seq`` is the section manifest sequence the bytes were rendered from.
     """
 
     section: str
@@ -125,3 +125,6 @@ class PublishedFile:
     news_until_us: int = 0  # when the oldest news entry it shows turns two days old (0: none)
     pending_index: bool = False  # published, not yet announced by an index rebuild (named, invalidated)
     unsettled: bool = False  # a put of other bytes under this name may have happened: never skip a render
+    published_us: int = 0  # when its bytes were put: until the CDN's cache lifetime has passed it may serve others
+    prev_lastmod_us: int = 0  # the lastmod of the bytes the name held before (0: none), for the index meanwhile
+    unnamed_us: int = 0  # when the index stopped naming it

@@ -66,10 +66,8 @@ class WaveReport:
     rejections: list[dict[str, str]] = field(default_factory=list)
     put: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
-    invalidations: list[str] = field(default_factory=list)
     changed_urls: list[str] = field(default_factory=list)
     dlq: int = 0
-    invalidation_batches: int = 0
     notifications: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -78,8 +76,6 @@ class WaveReport:
             "events": self.events,
             "rejections": self.rejections,
             "s3": {"put": sorted(set(self.put)), "deleted": sorted(set(self.deleted))},
-            "invalidations": sorted(set(self.invalidations)),
-            "invalidation_batches": self.invalidation_batches,
             "changed_urls": sorted(set(self.changed_urls)),
             "dlq": self.dlq,
             "notifications": self.notifications,
@@ -109,7 +105,14 @@ class LocalRun:
             self._mock = mock_aws()
             self._mock.start()
         self.endpoint_url = endpoint_url
-        parameters = {"SiteUrl": site_url, "IndexNowKey": indexnow_key, **(parameters or {})}
+        # No CDN caches a local run: files change at once and retired ones go at once (unless a caller says so).
+        parameters = {
+            "SiteUrl": site_url,
+            "IndexNowKey": indexnow_key,
+            "CdnMaxAgeSeconds": "0",
+            "RetiredFileGraceSeconds": "0",
+            **(parameters or {}),
+        }
         if max_urls_per_file is not None:
             parameters["MaxUrlsPerFile"] = str(max_urls_per_file)
         stack_name = name or "sitemap-" + hashlib.sha256(f"{time.time_ns()}".encode()).hexdigest()[:8]
@@ -267,8 +270,6 @@ class LocalRun:
             elif isinstance(result, IndexRebuild):
                 if result.written:
                     report.put.append("sitemap.xml")
-                report.invalidations += result.invalidated
-                report.invalidation_batches += 1 if result.invalidated else 0
             elif isinstance(result, NotifyResult):
                 report.notifications += [n.as_dict() for n in [*result.sent, *result.rejected]]
         self._results.clear()

@@ -19,6 +19,7 @@ from sitemap_updater.local.iam import Names, Policy, function_policies, resolve
 REGION = "us-east-1"
 _QUEUE_ATTRIBUTES = (
     "VisibilityTimeout",
+    "DelaySeconds",
     "MessageRetentionPeriod",
     "FifoQueue",
     "DeduplicationScope",
@@ -101,10 +102,11 @@ def create_stack(template_path: Path, endpoint_url: str | None, parameters: dict
     for logical, spec in sorted(queues.items(), key=lambda kv: "RedrivePolicy" in kv[1].get("Properties", {})):
         props = spec.get("Properties", {})
         fifo = bool(props.get("FifoQueue", False))
+        values = {k: params[v["Ref"]] if isinstance(v, dict) and "Ref" in v else v for k, v in props.items()}
         attributes: dict[Any, str] = {
-            k: str(props[k]).lower() if isinstance(props[k], bool) else str(props[k])
+            k: str(values[k]).lower() if isinstance(values[k], bool) else str(values[k])
             for k in _QUEUE_ATTRIBUTES
-            if k in props
+            if k in values
         }
         if "RedrivePolicy" in props:
             policy = props["RedrivePolicy"]

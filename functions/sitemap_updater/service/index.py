@@ -1,14 +1,23 @@
-"""Index: rewrite sitemap.xml when its list or lastmods change; then let sections delete retired files."""
+"""Index: rewrite sitemap.xml when its list or lastmods change; then let sections delete retired files.
+
+Nothing is invalidated on the CDN: files and index carry a short cache lifetime (``cdn_max_age_seconds``), and
+the index never claims more than the CDN may serve. A file whose bytes changed less than that lifetime ago is
+named with the lastmod of the bytes it held before (the CDN may still serve those), and the index is rebuilt
+again once the lifetime has passed. A file the index stops naming is deleted only after
+``retired_file_grace_seconds``, so an index a CDN or crawler still holds never names a missing file.
+"""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
 
+from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.render import IndexItem, render_index
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import cleanup_mark, send_change_record
+from sitemap_updater.service.rebuild import INDEX_GROUP, cleanup_mark, send_change_record
 
 UNSETTLED = "unsettled"  # the recorded index digest while a put is in flight (never a SHA-256)
 
@@ -23,22 +32,45 @@ class IndexRebuild:
     written: bool = False
     files: int = 0
     unnamed: list[str] = field(default_factory=list)
-    invalidated: list[str] = field(default_factory=list)
+    settling: int = 0  # files named with their previous lastmod until the CDN's cache lifetime has passed
+
+
+def index_items(named: list[PublishedFile], now_us: int, max_age_us: int) -> tuple[list[IndexItem], int]:
+    """What the index names, as a crawler may see it through the CDN now: each file with its lastmod, or, for a
+    file whose bytes changed within the cache lifetime, the lastmod of the bytes it held before. Returns the
+    items and how many files are still settling."""
+    items: list[IndexItem] = []
+    settling = 0
+    for published in named:
+        if published.prev_lastmod_us and published.published_us > now_us - max_age_us:
+            items.append(IndexItem(published.name, published.prev_lastmod_us))
+            settling += 1
+        else:
+            items.append(IndexItem(published.name, published.lastmod_us))
+    return items, settling
+
+
+def grace_over(published: PublishedFile, now_us: int, grace_us: int) -> bool:
+    """Whether a file the index stopped naming may be deleted (no cached index names it any more)."""
+    return published.state == "unnamed" and published.unnamed_us <= now_us - grace_us
 
 
 def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
-    """Render the index from the live file records; write it only when its bytes change. Then invalidate, in
-    one CloudFront batch, the files section rebuilds published since the last index (``pending_index``) and
-    the index if it changed, and mark those files announced."""
+    """Render the index from the live file records, as the CDN may serve them now; write it only when its bytes
+    change. Mark the files section rebuilds published since the last index (``pending_index``) announced, move
+    retiring files to unnamed, and ask their sections to delete unnamed files whose grace is over."""
     store = pipeline.store
+    settings = pipeline.settings
     generation = store.next_index_generation()
+    now = to_micros(pipeline.clock())
     records = store.files()
     named = [f for f in records if f.state == "live"]
     result = IndexRebuild(generation, files=len(named))
     current = store.index_sha()
     digest = ""
     if named:
-        index = render_index(pipeline.site.base_url, [IndexItem(f.name, f.lastmod_us) for f in named])
+        items, result.settling = index_items(named, now, settings.cdn_max_age_seconds * 1_000_000)
+        index = render_index(pipeline.site.base_url, items)
         digest = hashlib.sha256(index).hexdigest()
         if digest != current:
             # Until the new digest is recorded the bucket may hold either index: a crash after the put must not
@@ -53,23 +85,19 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
         pipeline.bucket.delete(INDEX_NAME)
         store.put_index_sha("", generation)
         result.written = True
-    announced = [f for f in named if f.pending_index]
-    changes = [f"/{f.name}:{f.sha256}:{f.seq}" for f in announced]
-    if result.written:
-        changes.append(f"/{INDEX_NAME}:{digest}:{generation}")
-    if changes:
-        paths = sorted({change.split(":", 1)[0] for change in changes})
-        reference = hashlib.sha256("|".join(sorted(changes)).encode()).hexdigest()  # a retried batch is the same
-        pipeline.cdn.invalidate(paths, reference)
-        result.invalidated = paths
-    for published in announced:
+    for published in (f for f in named if f.pending_index):
         store.clear_pending_index(published)
-    # Files already unnamed (a previous run died before its cleanup marks) are asked for again.
-    sections: set[str] = {f.section for f in records if f.state == "unnamed"}
+    if result.settling:  # named with their previous lastmods: name their own once the CDN cannot serve the old
+        dedup = hashlib.sha256(f"settle|{generation}".encode()).hexdigest()  # the queue delays it by the lifetime
+        pipeline.index_queue.send({"settle": generation}, group=INDEX_GROUP, dedup=dedup)
+    # Files unnamed before, whose grace is over, are deleted by their sections (asked again after a crash).
+    grace = settings.retired_file_grace_seconds * 1_000_000
+    sections: set[str] = {f.section for f in records if grace_over(f, now, grace)}
     for retiring in (f for f in records if f.state == "retiring"):
-        if store.move_file_state(retiring, "retiring", "unnamed"):
+        if store.move_file_state(retiring, "retiring", "unnamed", now):
             result.unnamed.append(retiring.name)
-            sections.add(retiring.section)
+            if grace == 0:
+                sections.add(retiring.section)
     for section in sorted(sections):
         body, group, dedup = cleanup_mark(section, generation)
         pipeline.rebuild_queue.send(body, group=group, dedup=dedup)

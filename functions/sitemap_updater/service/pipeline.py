@@ -9,7 +9,6 @@ from typing import Any
 
 from botocore.config import Config
 
-from sitemap_updater.adapters.cdn import Invalidator
 from sitemap_updater.adapters.manifest import ManifestStore
 from sitemap_updater.adapters.queues import MessageQueue
 from sitemap_updater.adapters.storage import SitemapBucket
@@ -38,7 +37,6 @@ class Pipeline:
     settings: Settings
     store: ManifestStore
     bucket: SitemapBucket
-    cdn: Invalidator
     rebuild_queue: MessageQueue
     index_queue: MessageQueue
     notify_queue: MessageQueue
@@ -76,8 +74,7 @@ class Pipeline:
         return cls(
             settings=settings,
             store=ManifestStore(make_client("dynamodb", **extra), settings.manifest_table),
-            bucket=SitemapBucket(make_client("s3", **extra), settings.bucket_name),
-            cdn=Invalidator(make_client("cloudfront", **extra), settings.distribution_id),
+            bucket=SitemapBucket(make_client("s3", **extra), settings.bucket_name, settings.cdn_max_age_seconds),
             rebuild_queue=MessageQueue(sqs, settings.rebuild_queue_url),
             index_queue=MessageQueue(sqs, settings.index_queue_url),
             notify_queue=MessageQueue(sqs, settings.notify_queue_url),

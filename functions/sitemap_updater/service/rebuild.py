@@ -165,8 +165,10 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     seq = store.section_seq(section)  # read before the manifest: what we render is at least this new
     result = SectionRebuild(section, seq)
     records = store.files(section)
-    for gone in (f for f in records if f.state == "unnamed"):
-        bucket.delete(gone.name)  # the published index no longer names it
+    grace = pipeline.settings.retired_file_grace_seconds * 1_000_000
+    now = to_micros(pipeline.clock())
+    for gone in (f for f in records if f.state == "unnamed" and f.unnamed_us <= now - grace):
+        bucket.delete(gone.name)  # no index a CDN or crawler may still hold names it
         store.delete_file(gone, "unnamed")
         result.deleted.append(gone.name)
     live = [f for f in records if f.state == "live"]
@@ -202,6 +204,14 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         name = key_range.file_name(section)
         if old is not None and not old.unsettled and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
             continue
+        put = old is None or old.unsettled or old.sha256 != rendered.sha256
+        holder = holders.get(name)
+        if put:  # the CDN may serve the bytes the name held before for its cache lifetime: the index needs both
+            before = holder if holder is not None and holder.state in ("live", "retiring") else old
+            published_us, prev_lastmod_us = as_of, before.lastmod_us if before is not None else 0
+        else:
+            assert old is not None
+            published_us, prev_lastmod_us = old.published_us, old.prev_lastmod_us
         record = PublishedFile(
             section,
             key_range,
@@ -213,11 +223,12 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
             seq,
             news_until_us=rendered.news_until_us,
             pending_index=True,
+            published_us=published_us,
+            prev_lastmod_us=prev_lastmod_us,
         )
-        if old is None or old.unsettled or old.sha256 != rendered.sha256:
+        if put:
             # Record the intent first: a crash after the put leaves neither an orphan nor a record whose
             # digest no longer matches the bucket (which would let a later rebuild skip the file).
-            holder = holders.get(name)
             if holder is None:
                 store.put_file(replace(record, state="writing"))
                 holders[name] = replace(record, state="writing")
@@ -265,7 +276,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         store.put_file(published)  # after the bytes exist: the index only ever names published files
     if fresh or result.retired or dirty_keys or any(f.pending_index for f in live):
         # Fresh records are pending for the index; a retry after a crash finds them still pending, so the
-        # index is always told. It names them, invalidates their paths and its own in one batch, and clears them.
+        # index is always told. It names them and clears them.
         digest = hashlib.sha256(f"{section}|{seq}|{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}".encode())
         pipeline.index_queue.send({"section": section, "seq": seq}, group=INDEX_GROUP, dedup=digest.hexdigest())
     return result

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME, section_slug
+from sitemap_updater.service.index import grace_over
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import requeue
+from sitemap_updater.service.rebuild import cleanup_mark, requeue
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,15 +45,28 @@ def sweep(pipeline: Pipeline, http: HttpClient | None = None) -> SweepResult:
     return SweepResult(requeued, warning)
 
 
-def expire_news(pipeline: Pipeline) -> int:
-    """Queue a rebuild of every file whose newest news item turned two days old; returns how many. Reads the
-    published-file records only (one per file, never per page)."""
+@dataclass(frozen=True, slots=True)
+class UpkeepResult:
+    news_expired: int
+    cleanups: int
+
+
+def upkeep(pipeline: Pipeline) -> UpkeepResult:
+    """Queue a rebuild of every file whose newest news item turned two days old, and a cleanup of every
+    section holding files the index stopped naming whose grace is over. Reads the published-file records only
+    (one per file, never per page)."""
     now = to_micros(pipeline.clock())
+    grace = pipeline.settings.retired_file_grace_seconds * 1_000_000
     expired = 0
-    for published in pipeline.store.files():
+    records = pipeline.store.files()
+    for published in records:
         if published.state == "live" and 0 < published.news_until_us <= now:
             body = {"section": published.section, "key": f"{published.key_range.start:016x}"}
             dedup = hashlib.sha256(f"news|{published.name}|{published.news_until_us}".encode()).hexdigest()
             pipeline.rebuild_queue.send(body, group=section_slug(published.section), dedup=dedup)
             expired += 1
-    return expired
+    sections = sorted({f.section for f in records if grace_over(f, now, grace)})
+    for section in sections:
+        body, group, dedup = cleanup_mark(section, now)
+        pipeline.rebuild_queue.send(body, group=group, dedup=dedup)
+    return UpkeepResult(expired, len(sections))
