@@ -45,7 +45,7 @@ TESTS: dict[str, list[str]] = {
     "core/entry.py": [*_CORE_TESTS, "tests/unit/test_render.py", "tests/unit/test_events.py"],
     "core/render.py": [*_CORE_TESTS, "tests/unit/test_render.py", "tests/unit/test_sharding.py"],
     "core/sharding.py": ["tests/unit/test_sharding.py", *_CORE_TESTS, "tests/unit/test_render.py"],
-    "core/layout.py": [*_CORE_TESTS, "tests/unit/test_sharding.py", "tests/unit/test_render.py"],
+    "core/layout.py": [*_CORE_TESTS, "tests/unit/test_recovery.py", "tests/unit/test_sharding.py"],
     "core/reduce.py": [*_CORE_TESTS, "tests/unit/test_properties.py", "tests/unit/test_render.py"],
     "core/events.py": ["tests/unit/test_events.py", "tests/unit/test_bad_events.py", *_CORE_TESTS],
     "core/errors.py": ["tests/unit/test_bad_events.py", "tests/unit/test_events.py", *_CORE_TESTS],

@@ -56,6 +56,7 @@ def test_file_names() -> None:
     assert KeyRange(2**63, 2**64, 1).file_name("blog") == "sitemap-blog-80000000.xml.gz"
     assert KeyRange(3 << 30, (3 << 30) + (1 << 30), 34).file_name("blog") == "sitemap-blog-00000000c0000000.xml.gz"
     assert KeyRange(5 << 32, 6 << 32, 32).file_name("blog") == "sitemap-blog-00000005.xml.gz"
+    assert KeyRange(5 << 31, 6 << 31, 33).file_name("blog") == "sitemap-blog-0000000280000000.xml.gz"
     digest = hashlib.sha256(b"Blog").hexdigest()[:8]
     assert KeyRange(0, 2**64, 0).file_name("Blog") == f"sitemap-blog-{digest}-00000000.xml.gz"
     assert section_slug("über uns") == "uber-uns-" + hashlib.sha256("über uns".encode()).hexdigest()[:8]
@@ -94,6 +95,7 @@ def test_a_default_section_is_the_decoded_first_segment() -> None:
 
 def test_urls_with_dot_segments_or_trailing_characters() -> None:
     assert canonical_page_url(f"{BASE}/aX?", SITE) == f"{BASE}/aX"
+    assert canonical_page_url("https://WWW.example.com/aX", SITE) == f"{BASE}/aX"
     assert canonical_media_url("https://cdn.example.com/a/./b") == "https://cdn.example.com/a/b"
     assert canonical_media_url("https://cdn.example.com/a/../b.jpg") == "https://cdn.example.com/b.jpg"
 

@@ -244,8 +244,11 @@ def test_lastmod_moves_with_content_only() -> None:
         Outcome.ACCEPTED
     )
     assert stack.store.pages[url].lastmod == "2026-11-13T00:00:00+00:00"
-    # an older event is stale
-    assert stack.send(event(url, version=0, priority=0.1))[0].outcome == Outcome.STALE
+    # an older event is stale (outcomes and changes are reported by these names)
+    assert stack.send(event(url, version=0, priority=0.1))[0].outcome == "stale"
+    gone = stack.send(event(url, type="delete", version=4))[0]
+    assert (gone.outcome, gone.change) == ("accepted", "removed")
+    assert stack.send(event(url, version=5))[0].change == "added"
     stack.drain()
     stack.check()
 
