@@ -539,3 +539,17 @@ def test_the_index_change_record_names_the_new_index() -> None:
     [record] = [r for r in stack.notifications() if "index" in r]
     digest = hashlib.sha256(stack.s3.objects["sitemap.xml"].data).hexdigest()
     assert record == {"index": {"generation": 1, "sha256": digest}}
+
+
+def test_one_changed_page_rewrites_one_file_and_reads_only_it() -> None:
+    stack = Stack(max_urls=2)
+    stack.send(*[page(f"p{i}", version=1) for i in range(6)])
+    stack.drain()
+    stack.send(page("p3", version=2, priority=0.4))
+    bodies = [json.loads(m.body) for m in stack.queues["rebuild"].messages]
+    stack.queues["rebuild"].messages.clear()
+    [done] = rebuild_sections(stack.pipeline, [m for b in bodies for m in DirtyMark.from_message(b)])
+    [name] = done.put
+    [record] = [f for f in stack.store.file_records.values() if f.name == name]
+    assert done.entries_read == record.url_count
+    assert done.changed_urls == {f"{BASE}/blog/p3": "updated"}
