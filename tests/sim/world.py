@@ -28,6 +28,7 @@ from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.settings import Settings
+from tests import oracle
 from tests.conftest import AS_OF_US, BASE
 from tests.sim.events import Events, generate
 from tests.sim.fakes import FakeIndexNow, FakeS3, FakeStore, Message, S3Object, SimQueue, SimQueueState
@@ -390,6 +391,9 @@ class Simulation:
         recorded = {url: page.lastmod for url, page in self.store.pages.items()}
         as_of = AS_OF_US + round(self.clock.now * 1_000_000)
         expected = expected_site(accepted, Limits(max_urls=self.max_urls), as_of, recorded, violations).all_bytes()
+        # And against the reference model written from the rules alone (tests/oracle.py), not from the core.
+        independent = oracle.check_published(published, accepted, as_of, recorded)
+        violations += [f"independent model: {problem}" for problem in independent]
         for name in sorted(set(published) | set(expected)):
             if published.get(name) != expected.get(name):
                 state = "missing" if name not in published else "unexpected" if name not in expected else "differs"
