@@ -39,6 +39,7 @@ class Totals:
     virtual_s: float = 0.0
     faults: Counter[str] = field(default_factory=Counter)
     failed: dict[int, list[str]] = field(default_factory=dict)
+    freshness_s: list[float] = field(default_factory=list)
 
     def add(self, result: Result) -> None:
         self.sequences += 1
@@ -51,8 +52,16 @@ class Totals:
         self.dead_lettered += result.dead_lettered
         self.virtual_s += result.virtual_s
         self.faults.update(result.faults)
+        self.freshness_s += result.freshness_s
         if result.violations:
             self.failed[result.seed] = result.violations
+
+
+def _percentiles(totals: Totals) -> str:
+    ordered = sorted(totals.freshness_s)
+    if not ordered:
+        return "-"
+    return " / ".join(f"{ordered[min(len(ordered) - 1, int(len(ordered) * q))]:,.1f}" for q in (0.5, 0.9, 0.99))
 
 
 def report(totals: Totals, first: int, wall_s: float, workers: int) -> str:
@@ -77,6 +86,7 @@ def report(totals: Totals, first: int, wall_s: float, workers: int) -> str:
         f"| S3 puts | {totals.s3_puts:,} |",
         f"| IndexNow requests | {totals.posts:,} |",
         f"| removals announced for pages no file ever showed | {totals.removals_never_shown:,} |",
+        f"| freshness, accepted change to surely served by the CDN: p50 / p90 / p99 (s) | {_percentiles(totals)} |",
         "",
         "AWS error shapes:",
         "",

@@ -24,6 +24,7 @@ from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.sharding import INDEX_NAME, Limits
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
+from sitemap_updater.service.ingest import IngestResult, Outcome
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.runtime import use_pipeline
@@ -69,6 +70,9 @@ class Result:
     posts: int = 0
     removals_never_shown: int = 0
     dead_lettered: int = 0  # events that failed on every receive, in the DLQ with their reason
+    # Seconds from ingest accepting a change to the CDN surely serving it: the put of the file that shows it,
+    # plus the cache lifetime (how long the CDN may still serve the bytes before).
+    freshness_s: list[float] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
 
 
@@ -87,6 +91,9 @@ class _Function:
 def _template() -> dict[str, Any]:
     """The parsed template, once per process (it is only read)."""
     return load_template(TEMPLATE)
+
+
+_SHOWN = ("added", "updated")
 
 
 def _alarm_on(visible: int) -> bool:
@@ -148,6 +155,9 @@ class Simulation:
         self._crashed: set[str] = set()
         self._last_shown: dict[str, bytes] = {}
         self._shown_changes: Counter[str] = Counter()
+        self._accepted_at: dict[str, list[float]] = {}  # URL -> when ingest accepted a change of it
+        self._shown_at: list[tuple[str, float]] = []  # (URL, when a file first showed its new content)
+        self._indexes: list[tuple[float, frozenset[str]]] = []  # every index put: when, and the files it names
         self._build_stack()
 
     # --- set-up from the template ----------------------------------------------------------------------
@@ -197,6 +207,7 @@ class Simulation:
             notify_queue=queue(settings.notify_queue_url),
             dead_letters=queue(settings.ingest_dlq_url),
             clock=lambda: start + timedelta(seconds=self.clock.now),
+            observe=self._observe,
         )
         self.functions: list[_Function] = []
         for logical, spec in sorted(resources.items()):
@@ -237,12 +248,24 @@ class Simulation:
                     if self._last_shown.get(url) != entry:  # a new content (moving files is not a change)
                         self._last_shown[url] = entry
                         self._shown_changes[url] += 1
+                        self._shown_at.append((url, self.clock.now))
         index = self.s3.objects.get(INDEX_NAME)
         if index is not None:
-            for loc in etree.fromstring(index.data).iterfind("s:sitemap/s:loc", NS):
-                named = (loc.text or "").removeprefix(f"{BASE}/")
-                if named not in self.s3.objects:
-                    self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
+            names = frozenset(
+                (loc.text or "").removeprefix(f"{BASE}/")
+                for loc in etree.fromstring(index.data).iterfind("s:sitemap/s:loc", NS)
+            )
+            if name == INDEX_NAME and new is not None:
+                self._indexes.append((self.clock.now, names))
+            for named in sorted(names - set(self.s3.objects)):
+                self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
+        if new is None and name.endswith(".xml.gz"):
+            # The CDN may serve any index put within the cache lifetime before now: none of them may name it.
+            lifetime = self.pipeline.settings.cdn_max_age_seconds
+            cached = [names for at, names in self._indexes if at >= self.clock.now - lifetime]
+            cached += [names for at, names in self._indexes[-1:] if at < self.clock.now - lifetime]
+            if any(name in names for names in cached):
+                self.result.violations.append(f"t={self.clock.now:.2f}: {name} deleted while a cached index names it")
 
     # --- running ---------------------------------------------------------------------------------------
     def _events(self) -> Events:
@@ -384,7 +407,27 @@ class Simulation:
         }
 
     # --- the invariants ------------------------------------------------------------------------------
+    def _observe(self, result: object) -> None:
+        # Changes that show a content (removals show as an absence, checked elsewhere, not timed here).
+        if isinstance(result, IngestResult) and result.outcome is Outcome.ACCEPTED and result.change in _SHOWN:
+            self._accepted_at.setdefault(result.url, []).append(self.clock.now)
+
+    def _freshness(self) -> list[float]:
+        """For every new content a file showed: from ingest accepting the change to the CDN surely serving it
+        (the file's put plus the cache lifetime). Counted from the earliest change accepted since the URL's
+        previous content, the one that waited longest; a content no change caused (news aging out) is skipped."""
+        lifetime = self.pipeline.settings.cdn_max_age_seconds
+        found: list[float] = []
+        served: dict[str, float] = {}  # URL -> when its previous content was shown
+        for url, shown in self._shown_at:
+            waiting = [at for at in self._accepted_at.get(url, []) if served.get(url, -1.0) < at <= shown]
+            served[url] = shown
+            if waiting:
+                found.append(shown + lifetime - min(waiting))
+        return found
+
     def _check(self, events: Events) -> None:
+        self.result.freshness_s = self._freshness()
         violations = self.result.violations
         accepted = events.accepted
         published = {n: o.data for n, o in self.s3.objects.items() if n.endswith((".xml", ".xml.gz"))}
