@@ -24,7 +24,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -58,8 +58,17 @@ TESTS: dict[str, list[str]] = {
     ],
     "core/fastline.py": ["tests/unit/test_fastline.py", "tests/unit/test_limits.py"],
     "service/ingest.py": ["tests/unit/test_recovery.py", "tests/unit/test_simulation.py"],
-    "service/rebuild.py": ["tests/unit/test_recovery.py", "tests/unit/test_simulation.py"],
-    "service/index.py": ["tests/unit/test_recovery.py", "tests/unit/test_simulation.py"],
+    "service/rebuild.py": [
+        "tests/unit/test_recovery.py",
+        "tests/unit/test_rebuild_edges.py",
+        "tests/unit/test_simulation.py",
+    ],
+    "service/index.py": [
+        "tests/unit/test_cdn_lifetime.py",
+        "tests/unit/test_recovery.py",
+        "tests/unit/test_rebuild_edges.py",
+        "tests/unit/test_simulation.py",
+    ],
 }
 
 
@@ -103,6 +112,7 @@ class Mutant:
     line: int
     description: str
     source_line: str
+    occurrence: int = 0  # among mutants of the module with the same description and source line (0: unique)
 
     @property
     def ident(self) -> str:
@@ -111,7 +121,8 @@ class Mutant:
     @property
     def key(self) -> str:
         """The ident without the line number (stable while other lines are edited)."""
-        return f"{self.module}: {self.description} in `{self.source_line}`"
+        key = f"{self.module}: {self.description} in `{self.source_line}`"
+        return f"{key} #{self.occurrence}" if self.occurrence else key
 
 
 Apply = Callable[[ast.AST], ast.AST | None]
@@ -232,6 +243,15 @@ def enumerate_mutants(module: str) -> list[Mutant]:
             line = getattr(node, "lineno", 0)
             mutants.append(Mutant(module, count, line, description, lines[line - 1].strip()[:80] if line else ""))
             count += 1
+    # Mutants that would share a key (the same change on two equal lines, or twice on one line) are numbered.
+    seen: dict[str, int] = {}
+    for mutant in mutants:
+        seen[mutant.key] = seen.get(mutant.key, 0) + 1
+    numbered: dict[str, int] = {}
+    for i, mutant in enumerate(mutants):
+        if seen[mutant.key] > 1:
+            numbered[mutant.key] = numbered.get(mutant.key, 0) + 1
+            mutants[i] = replace(mutant, occurrence=numbered[mutant.key])
     return mutants
 
 
