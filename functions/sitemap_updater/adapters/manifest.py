@@ -275,6 +275,27 @@ class ManifestStore:
                 states.extend(decode_states(item["record"]["B"]))
         return states
 
+    def entries_for(self, section: str, pages: list[tuple[int, str]]) -> list[PageState]:
+        """The manifest entries of the given (key, URL) pages of a section, those that exist (BatchGetItem)."""
+        states: list[PageState] = []
+        for start in range(0, len(pages), 100):
+            keys: list[Any] = [
+                {"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))}
+                for key, url in pages[start : start + 100]
+            ]
+            request: Any = {self.table: {"Keys": keys, "ConsistentRead": True}}
+            for attempt in range(1, self._unprocessed.attempts + 1):
+                response = self._client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.table, []):
+                    states.extend(decode_states(item["record"]["B"]))
+                request = response.get("UnprocessedKeys") or None
+                if not request:
+                    break
+                if attempt == self._unprocessed.attempts:
+                    raise StillUnprocessed(f"batch_get_item left keys unprocessed {attempt} times")
+                self._unprocessed.pause(attempt)
+        return states
+
     # --- published files ----------------------------------------------------------------------------
     def files(self, section: str | None = None) -> list[PublishedFile]:
         """Published-file records, of one section or of all."""
@@ -397,6 +418,17 @@ class ManifestStore:
                 self._unprocessed.pause(attempt)
 
     # --- index --------------------------------------------------------------------------------------
+    def next_rebuild(self, section: str) -> int:
+        """A number each rebuild of ``section`` takes, larger than every earlier rebuild's."""
+        result = self._client.update_item(
+            TableName=self.table,
+            Key={"pk": _s(f"rebuilds#{section}"), "sk": _s("seq")},
+            UpdateExpression="ADD n :one",
+            ExpressionAttributeValues={":one": _n(1)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(result["Attributes"]["n"]["N"])
+
     def next_index_generation(self) -> int:
         result = self._client.update_item(
             TableName=self.table,
