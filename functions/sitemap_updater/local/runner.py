@@ -280,9 +280,11 @@ class LocalRun:
 
     # --- results -------------------------------------------------------------------------------------
     def published(self, everything: bool = False) -> dict[str, bytes]:
-        """The sitemap files and index in the bucket, by name (``everything``: the IndexNow key file too)."""
+        """The sitemap files and index in the bucket, by name (``everything``: the IndexNow key file too); what a
+        crawler can read, so not the rebuilds' snapshots."""
         bucket = self.pipeline.bucket
-        found = {name: bucket.read(name) for name in bucket.names() if everything or name.endswith((".xml", ".xml.gz"))}
+        served = (".xml", ".xml.gz", ".txt") if everything else (".xml", ".xml.gz")
+        found = {name: bucket.read(name) for name in bucket.names() if name.endswith(served) and "/" not in name}
         return {name: data for name, data in found.items() if data is not None}
 
     def download(self, out_dir: Path) -> list[str]:
