@@ -16,7 +16,7 @@ A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BE
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -277,24 +277,23 @@ class ManifestStore:
 
     def entries_for(self, section: str, pages: list[tuple[int, str]]) -> list[PageState]:
         """The manifest entries of the given (key, URL) pages of a section, those that exist (BatchGetItem)."""
-        states: list[PageState] = []
-        for start in range(0, len(pages), 100):
-            keys: list[Any] = [
-                {"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))}
-                for key, url in pages[start : start + 100]
-            ]
-            request: Any = {self.table: {"Keys": keys, "ConsistentRead": True}}
+        keys = [{"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))} for key, url in pages]
+        return [state for item in self._batch_get(keys) for state in decode_states(item["record"]["B"])]
+
+    def _batch_get(self, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The items of ``keys`` that exist (strongly consistent), 100 keys a request; unprocessed keys are asked
+        again with backoff, a bounded number of times."""
+        for start in range(0, len(keys), 100):
+            request: Any = {self.table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
             for attempt in range(1, self._unprocessed.attempts + 1):
                 response = self._client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.table, []):
-                    states.extend(decode_states(item["record"]["B"]))
+                yield from response.get("Responses", {}).get(self.table, [])
                 request = response.get("UnprocessedKeys") or None
                 if not request:
                     break
                 if attempt == self._unprocessed.attempts:
                     raise StillUnprocessed(f"batch_get_item left keys unprocessed {attempt} times")
                 self._unprocessed.pause(attempt)
-        return states
 
     # --- published files ----------------------------------------------------------------------------
     def files(self, section: str | None = None) -> list[PublishedFile]:
@@ -377,22 +376,11 @@ class ManifestStore:
     def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
         """What ``channel`` last accepted for each URL (records past their expiry are ignored)."""
         found: dict[str, SentRecord] = {}
-        for start in range(0, len(urls), 100):
-            keys: list[Any] = [{"pk": _s(f"sent#{url}"), "sk": _s(channel)} for url in urls[start : start + 100]]
-            request: Any = {self.table: {"Keys": keys, "ConsistentRead": True}}
-            for attempt in range(1, self._unprocessed.attempts + 1):
-                response = self._client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.table, []):
-                    if int(item["expires_at"]["N"]) > now_s:
-                        found[item["pk"]["S"].removeprefix("sent#")] = SentRecord(
-                            int(item.get("quiet_until", item["expires_at"])["N"]), item.get("digest", {}).get("S", "?")
-                        )
-                request = response.get("UnprocessedKeys") or None
-                if not request:
-                    break
-                if attempt == self._unprocessed.attempts:
-                    raise StillUnprocessed(f"batch_get_item left keys unprocessed {attempt} times")
-                self._unprocessed.pause(attempt)
+        for item in self._batch_get([{"pk": _s(f"sent#{url}"), "sk": _s(channel)} for url in urls]):
+            if int(item["expires_at"]["N"]) > now_s:
+                found[item["pk"]["S"].removeprefix("sent#")] = SentRecord(
+                    int(item.get("quiet_until", item["expires_at"])["N"]), item.get("digest", {}).get("S", "?")
+                )
         return found
 
     def mark_sent(self, digests: dict[str, str], channel: str, quiet_until_s: int, expires_at_s: int) -> None:
