@@ -184,3 +184,25 @@ def test_a_mark_for_a_key_next_to_a_file_but_in_none_is_rebuilt() -> None:
     stack.drain()
     # Then each rebuild finishes, and every page is still listed once
     stack.check()
+
+
+def test_a_merge_over_a_half_holding_only_a_delete_keeps_that_delete_in_the_lastmod() -> None:
+    # Given a section in two files, one half of its key space holding a single page
+    from sitemap_updater.core.sharding import page_key
+
+    names = [f"q{i}" for i in range(200)]
+    low = [n for n in names if page_key(f"{BASE}/blog/{n}") < 1 << 63][:1]
+    high = [n for n in names if page_key(f"{BASE}/blog/{n}") >= 1 << 63][:3]
+    stack = Stack(max_urls=2)
+    stack.send(*[page(n, version=1, lastmod="2026-11-01") for n in low + high])
+    stack.drain()
+    # When the low page is deleted (its half keeps only the tombstone) and a high page is removed too, so that
+    # the section fits one file again and the files merge over the half no file covered
+    stack.send(page(low[0], type="delete", version=2, occurred_at="2026-11-18T00:00:00Z"))
+    stack.drain()
+    stack.send(page(high[0], type="delete", version=2, occurred_at="2026-11-05T00:00:00Z"))
+    stack.drain()
+    # Then the merged file's lastmod in the index is that of the latest delete in its range
+    index = stack.s3.objects["sitemap.xml"].data.decode()
+    assert re.findall(r"<lastmod>([^<]+)</lastmod>", index) == ["2026-11-18T00:00:00+00:00"]
+    stack.check()

@@ -129,6 +129,20 @@ class _Section:
             self._keys[region] = [e.key for e in live]
             self._sizes[region] = [0, *accumulate(e.size for e in live)]
 
+    def _gaps(self, key_range: KeyRange) -> list[KeyRange]:
+        """The parts of ``key_range`` no loaded region covers."""
+        gaps: list[KeyRange] = []
+        start = key_range.start
+        for region in sorted(self.loaded, key=lambda r: r.start):
+            if region.end <= start or region.start >= key_range.end:
+                continue
+            if region.start > start:
+                gaps.append(KeyRange(start, region.start, key_range.depth))
+            start = max(start, region.end)
+        if start < key_range.end:
+            gaps.append(KeyRange(start, key_range.end, key_range.depth))
+        return gaps
+
     def _unloaded_files(self) -> Iterable[PublishedFile]:
         return (f for f in self.live if not any(_inside(f.key_range, r) for r in self.loaded))
 
@@ -152,9 +166,13 @@ class _Section:
         return count, size
 
     def states_in(self, key_range: KeyRange) -> list[PageState]:
+        """Every state in ``key_range``: its files are read, and so are the parts no file covers, whose tombstones
+        (deletes of pages no file shows any more) still move the range's lastmod."""
         for published in list(self._unloaded_files()):
             if _inside(published.key_range, key_range):
                 self.load(published.key_range)
+        for gap in self._gaps(key_range):
+            self.load(gap)
         found = [s for states in self.loaded.values() for s in states if key_range.start <= s.key < key_range.end]
         return sorted(found, key=lambda s: (s.key, s.url))
 
