@@ -20,7 +20,7 @@ from bench.pages import write_pages
 CACHE = Path(__file__).resolve().parent / ".cache"
 SITE = "https://www.example.com"
 # Items each store method reads or writes (callables get the call's arguments and result).
-READS = {"get_page": 1, "section_seq": 1, "index_sha": 1, "entries": len, "files": len}
+READS = {"get_page": 1, "section_seq": 1, "index_sha": 1, "entries": len, "entries_for": len, "files": len}
 WRITES = {"record_rank": 1, "clear_pending": 1, "put_file": 1, "move_file_state": 1, "clear_pending_index": 1,
           "delete_file": 1, "mark_unsettled": 1, "next_index_generation": 1, "put_index_sha": 1}  # fmt: skip
 

@@ -28,7 +28,7 @@ def test_a_local_run_copies_what_a_crawler_can_read_and_replaces_only_its_own_fi
     # When a wave runs and is copied out
     assert main(["local", "--site", BASE, "--events", str(first), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    # Then the resources created are named, and out/ holds the index, the file and the key file
+    # Then the resources created are named, and out/ holds the index, the file and the key file, no snapshot
     assert "ManifestTable: " in printed and "IngestQueue: https://" in printed
     names = sorted(p.name for p in out.iterdir())
     assert names == [

@@ -219,7 +219,11 @@ def test_every_function_runs_from_the_built_package(
     bucket = stack.physical["SitemapBucket"]
     names = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
     files = [n for n in names if n.startswith("sitemap-blog-") and n.endswith(".xml.gz")]
-    assert len(files) == 1 and names == sorted([f"{KEY}.txt", "sitemap.xml", *files])
+    snapshots = [
+        n.removeprefix("_state/").removesuffix(".states") + ".xml.gz" for n in names if n.startswith("_state/")
+    ]
+    assert len(files) == 1 and snapshots == files  # each file with the snapshot its next rebuild starts from
+    assert [n for n in names if not n.startswith("_state/")] == sorted([f"{KEY}.txt", "sitemap.xml", *files])
     assert f"<loc>{page}</loc>" in gzip.decompress(s3.get_object(Bucket=bucket, Key=files[0])["Body"].read()).decode()
     index = s3.get_object(Bucket=bucket, Key="sitemap.xml")["Body"].read().decode()
     assert f"<loc>{base}/{files[0]}</loc>" in index

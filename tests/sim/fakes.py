@@ -115,6 +115,14 @@ class FakeStore(ManifestStore):
 
         return list(self._call("query", query))
 
+    def entries_for(self, section: str, pages: list[tuple[int, str]]) -> list[PageState]:
+        def get() -> list[PageState]:
+            found = self.manifest.get(section, {})
+            keys = [entry_sort_key(key, url) for key, url in pages]
+            return [state for key in keys if key in found for state in decode_states(found[key])]
+
+        return list(self._call("batch_get_item", get))
+
     def files(self, section: str | None = None) -> list[PublishedFile]:
         def query() -> list[PublishedFile]:
             found = sorted(self.file_records.items())
@@ -168,6 +176,13 @@ class FakeStore(ManifestStore):
 
     def delete_file(self, published: PublishedFile, state: str) -> bool:
         return self._conditional_update("delete_item", published, lambda f: f.state == state, lambda f: None)
+
+    def next_rebuild(self, section: str) -> int:
+        def add() -> int:
+            self.seqs[f"\0rebuilds#{section}"] = self.seqs.get(f"\0rebuilds#{section}", 0) + 1
+            return self.seqs[f"\0rebuilds#{section}"]
+
+        return int(self._call("update_item", add))
 
     def next_index_generation(self) -> int:
         def add() -> int:

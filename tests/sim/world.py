@@ -20,7 +20,7 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_updater.adapters.storage import SitemapBucket
+from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX, SitemapBucket
 from sitemap_updater.core.sharding import INDEX_NAME, Limits
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
@@ -240,7 +240,7 @@ class Simulation:
     def _watch(self, name: str, old: S3Object | None, new: S3Object | None) -> None:
         if new is not None:
             self.result.s3_puts += 1
-            if old is not None and new.seq <= old.seq:
+            if old is not None and new.seq <= old.seq and not name.startswith(SNAPSHOT_PREFIX):
                 self.result.violations.append(f"{name}: version {new.seq} written over {old.seq}")
             if name.endswith(".xml.gz"):
                 for url, entry in self._entries(new.data).items():

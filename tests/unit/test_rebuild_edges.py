@@ -27,7 +27,7 @@ def _with(stack: Stack, clock: list[datetime], **settings: int) -> None:
 
 
 def _files(stack: Stack) -> set[str]:
-    """The sitemap files in the bucket (not the index)."""
+    """The sitemap files in the bucket (not the index, not the rebuilds' snapshots)."""
     return {name for name in stack.s3.objects if name.endswith(".xml.gz")}
 
 

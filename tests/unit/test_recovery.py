@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from sitemap_updater.adapters.storage import SitemapBucket
+from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX, SitemapBucket
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.service.index import UNSETTLED, rebuild_index
 from sitemap_updater.service.ingest import IngestConflict, Outcome, ingest, ingest_message, page_write
@@ -133,7 +133,7 @@ class Stack:
         index = self.s3.objects.get("sitemap.xml")
         names = re.findall(r"<loc>https://www\.example\.com/([^<]+)</loc>", index.data.decode()) if index else []
         named = set(names)
-        assert set(self.s3.objects) - {"sitemap.xml"} == named
+        assert {n for n in self.s3.objects if n.endswith(".xml.gz")} == named
         # settled: every record's digest is what the bucket holds, and the index has announced it
         assert not any(f.unsettled or f.pending_index for f in self.store.file_records.values())
 
@@ -309,7 +309,7 @@ def test_an_orphan_put_under_a_new_name_is_deleted_when_the_layout_moves_on() ->
     stack.send(page("a", type="delete", version=2))
     stack.drain()
     # Then no object is left behind and there is no index (no pages)
-    assert stack.s3.objects == {}
+    assert [n for n in stack.s3.objects if not n.startswith(SNAPSHOT_PREFIX)] == []
     assert stack.store.file_records == {}
 
 
@@ -406,7 +406,7 @@ def test_an_index_of_a_site_whose_pages_were_all_deleted_is_removed() -> None:
     with crash(stack.store, "put_index_sha"):
         stack.drain()
     stack.drain()
-    assert stack.s3.objects == {}  # the index too
+    assert [n for n in stack.s3.objects if not n.startswith(SNAPSHOT_PREFIX)] == []  # the index too
     assert stack.store.index is not None and stack.store.index[0] == ""
     stack.check()
 
@@ -541,7 +541,7 @@ def test_the_index_change_record_names_the_new_index() -> None:
     assert record == {"index": {"generation": 1, "sha256": digest}}
 
 
-def test_one_changed_page_rewrites_one_file_and_reads_only_it() -> None:
+def test_one_changed_page_rewrites_one_file_and_reads_only_its_snapshot_and_the_page() -> None:
     stack = Stack(max_urls=2)
     stack.send(*[page(f"p{i}", version=1) for i in range(6)])
     stack.drain()
@@ -551,5 +551,6 @@ def test_one_changed_page_rewrites_one_file_and_reads_only_it() -> None:
     [done] = rebuild_sections(stack.pipeline, [m for b in bodies for m in DirtyMark.from_message(b)])
     [name] = done.put
     [record] = [f for f in stack.store.file_records.values() if f.name == name]
-    assert done.entries_read == record.url_count
+    assert record.url_count == 2
+    assert (done.entries_read, done.snapshots_read) == (1, 1)  # the changed page's item, and the file's snapshot
     assert done.changed_urls == {f"{BASE}/blog/p3": "updated"}

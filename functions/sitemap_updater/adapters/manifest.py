@@ -275,6 +275,11 @@ class ManifestStore:
                 states.extend(decode_states(item["record"]["B"]))
         return states
 
+    def entries_for(self, section: str, pages: list[tuple[int, str]]) -> list[PageState]:
+        """The manifest entries of the given (key, URL) pages of a section, those that exist (BatchGetItem)."""
+        keys = [{"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))} for key, url in pages]
+        return [state for item in self._batch_get(keys) for state in decode_states(item["record"]["B"])]
+
     def _batch_get(self, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         """The items of ``keys`` that exist (strongly consistent), 100 keys a request; unprocessed keys are asked
         again with backoff, a bounded number of times."""

@@ -9,6 +9,7 @@ either the old or the new object, and a retry converges.
 
 from __future__ import annotations
 
+import zlib
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -18,10 +19,16 @@ if TYPE_CHECKING:
 
 CONTENT_TYPES = {".xml.gz": "application/gzip", ".xml": "application/xml; charset=utf-8", ".txt": "text/plain"}
 _MAX_ATTEMPTS = 8
+SNAPSHOT_PREFIX = "_state/"  # the bucket policy lets CloudFront read sitemap* and *.txt only
 
 
 class StalePublish(RuntimeError):
     """A newer version of the object was published while this one was being written."""
+
+
+def snapshot_key(name: str) -> str:
+    """Where the snapshot of sitemap file ``name`` is kept: ``_state/<name without .xml.gz>.states``."""
+    return f"{SNAPSHOT_PREFIX}{name.removesuffix('.xml.gz')}.states"
 
 
 def content_type(name: str) -> str:
@@ -103,6 +110,27 @@ class SitemapBucket:
             return False
         self._present.add(name)
         return True
+
+    def read_snapshot(self, name: str) -> tuple[str, bytes] | None:
+        """The snapshot kept beside file ``name``: (the SHA-256 of the file it was rendered into, its states);
+        None when there is none. Snapshots live under ``_state/``, which CloudFront may not read."""
+        data = self.read(snapshot_key(name))
+        if data is None or data[64:65] != b"\n":
+            return None
+        return data[:64].decode("ascii"), zlib.decompress(data[65:])
+
+    def write_snapshot(self, name: str, sha256: str, states: bytes) -> None:
+        """Keep ``states`` (encoded page states) beside file ``name``, for the file rendered with ``sha256``."""
+        self._client.put_object(
+            Bucket=self.bucket,
+            Key=snapshot_key(name),
+            Body=sha256.encode("ascii") + b"\n" + zlib.compress(states, 6),
+            ContentType="application/octet-stream",
+            Metadata={"seq": "0"},
+        )
+
+    def delete_snapshot(self, name: str) -> None:
+        self._client.delete_object(Bucket=self.bucket, Key=snapshot_key(name))
 
     def delete(self, name: str) -> None:
         self._client.delete_object(Bucket=self.bucket, Key=name)

@@ -281,7 +281,7 @@ class LocalRun:
     # --- results -------------------------------------------------------------------------------------
     def published(self, everything: bool = False) -> dict[str, bytes]:
         """The sitemap files and index in the bucket, by name (``everything``: the IndexNow key file too); what a
-        crawler can read (no other object a run may leave there)."""
+        crawler can read, so not the rebuilds' snapshots."""
         bucket = self.pipeline.bucket
         served = (".xml", ".xml.gz", ".txt") if everything else (".xml", ".xml.gz")
         found = {name: bucket.read(name) for name in bucket.names() if name.endswith(served) and "/" not in name}

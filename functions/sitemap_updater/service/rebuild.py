@@ -18,6 +18,7 @@ from typing import Any
 from sitemap_updater.adapters.manifest import PageFields
 from sitemap_updater.core.layout import PublishedFile, range_lastmod
 from sitemap_updater.core.moments import to_micros
+from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, render_urlset
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, section_slug
@@ -72,6 +73,7 @@ class SectionRebuild:
     changed_urls: dict[str, str] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # of the entries now shown; "" when removed
     entries_read: int = 0
+    snapshots_read: int = 0
     latencies_s: list[float] = field(default_factory=list)  # from a change's record to its publish, per URL
 
 
@@ -102,16 +104,22 @@ def _region_for(key: int, live: list[PublishedFile]) -> KeyRange:
 
 
 class _Section:
-    """Exact data where pages changed, recorded counts elsewhere."""
+    """Exact data where pages changed, recorded counts elsewhere. A live file's data is its snapshot (the states
+    it was last rendered from, kept beside it in the bucket) with the marked pages read again, when the snapshot
+    belongs to the file's current bytes; otherwise the file's whole manifest."""
 
-    def __init__(self, pipeline: Pipeline, section: str, live: list[PublishedFile]) -> None:
+    def __init__(
+        self, pipeline: Pipeline, section: str, live: list[PublishedFile], marked: list[tuple[int, str]]
+    ) -> None:
         self._pipeline = pipeline
         self.section = section
         self.live = live
+        self._marked = sorted(set(marked))  # (key, URL) of the pages whose marks this rebuild handles
         self.loaded: dict[KeyRange, list[PageState]] = {}
         self._keys: dict[KeyRange, list[int]] = {}  # keys of live entries, sorted
         self._sizes: dict[KeyRange, list[int]] = {}  # running totals of their sizes
         self.entries_read = 0
+        self.snapshots_read = 0
 
     def load(self, region: KeyRange) -> None:
         """Read the manifest of ``region`` (ranges are nodes of one key tree: nested or disjoint). A region inside
@@ -122,8 +130,11 @@ class _Section:
         for inner in [loaded for loaded in self.loaded if _inside(loaded, region)]:
             del self.loaded[inner], self._keys[inner], self._sizes[inner]
         if region not in self.loaded:
-            states = sorted(self._pipeline.store.entries(self.section, region), key=lambda s: (s.key, s.url))
-            self.entries_read += len(states)
+            published = next((f for f in self.live if f.key_range == region), None)
+            states = self._from_snapshot(published) if published is not None else None
+            if states is None:
+                states = sorted(self._pipeline.store.entries(self.section, region), key=lambda s: (s.key, s.url))
+                self.entries_read += len(states)
             self.loaded[region] = states
             live = [s.entry for s in states if s.entry is not None]
             self._keys[region] = [e.key for e in live]
@@ -142,6 +153,27 @@ class _Section:
         if start < key_range.end:
             gaps.append(KeyRange(start, key_range.end, key_range.depth))
         return gaps
+
+    def _from_snapshot(self, published: PublishedFile) -> list[PageState] | None:
+        """The file's states from its snapshot and the marked pages' current entries; None without a snapshot
+        of the file's current bytes (a crash between the put and the record, or no snapshot yet)."""
+        if published.unsettled:
+            return None
+        found = self._pipeline.bucket.read_snapshot(published.name)
+        if found is None or found[0] != published.sha256:
+            return None
+        key_range = published.key_range
+        states = {(s.key, s.url): s for s in decode_states(found[1]) if key_range.contains(s.key)}
+        if sum(1 for s in states.values() if s.entry is not None) != published.url_count:
+            return None  # not the file's pages: read the manifest
+        self.snapshots_read += 1
+        pages = [(key, url) for key, url in self._marked if key_range.contains(key)]
+        for page in pages:
+            states.pop(page, None)
+        for state in self._pipeline.store.entries_for(self.section, pages) if pages else []:
+            states[(state.key, state.url)] = state
+        self.entries_read += len(pages)
+        return sorted(states.values(), key=lambda s: (s.key, s.url))
 
     def _unloaded_files(self) -> Iterable[PublishedFile]:
         return (f for f in self.live if not any(_inside(f.key_range, r) for r in self.loaded))
@@ -181,17 +213,23 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     """Re-render the files of ``section`` that hold the marked keys; publish what changed."""
     store, bucket = pipeline.store, pipeline.bucket
     seq = store.section_seq(section)  # read before the manifest: what we render is at least this new
+    # A file's bytes are versioned by the section's sequence plus the rebuild's own number: rebuilds of a section
+    # run one after another, and a later one renders what the earlier ones did plus its own marks (an earlier
+    # one may have rendered from a snapshot without a change whose mark came only later, at the same sequence).
+    version = seq + store.next_rebuild(section)
     result = SectionRebuild(section, seq)
     records = store.files(section)
     grace = pipeline.settings.retired_file_grace_seconds * 1_000_000
     now = to_micros(pipeline.clock())
     for gone in (f for f in records if f.state == "unnamed" and f.unnamed_us <= now - grace):
         bucket.delete(gone.name)  # no index a CDN or crawler may still hold names it
+        bucket.delete_snapshot(gone.name)
         store.delete_file(gone, "unnamed")
         result.deleted.append(gone.name)
     live = [f for f in records if f.state == "live"]
     by_range = {f.key_range: f for f in live}
-    data = _Section(pipeline, section, live)
+    marked_pages = [(m.key, m.url) for m in marks if m.key is not None and m.url is not None]
+    data = _Section(pipeline, section, live, marked_pages)
     dirty_keys = sorted({m.key for m in marks if m.key is not None})
     for key in dirty_keys:
         data.load(_region_for(key, live))
@@ -201,6 +239,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     names = {r.file_name(section) for r in layout}
     for abandoned in (f for f in records if f.state == "writing" and f.name not in names):
         bucket.delete(abandoned.name)  # a rebuild died between its put and its record; the layout moved on
+        bucket.delete_snapshot(abandoned.name)
         store.delete_file(abandoned, "writing")
         result.deleted.append(abandoned.name)
     # The record that holds each name (one per range start): a put under a name first records its intent there.
@@ -220,6 +259,10 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         lastmod = range_lastmod(keys, [e.lastmod_us for e in entries], deleted, key_range)
         rendered = render_urlset(entries, as_of)
         name = key_range.file_name(section)
+        # The states this file is rendered from, kept beside it (before its bytes and record): the next rebuild
+        # reads them and only the pages it is marked for. A crash before the record leaves a snapshot of other
+        # bytes than the record names, which is then not used.
+        bucket.write_snapshot(name, rendered.sha256, b"".join(encode_state(s) for s in states))
         if old is not None and not old.unsettled and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
             continue
         put = old is None or old.unsettled or old.sha256 != rendered.sha256
@@ -254,7 +297,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
                 store.mark_unsettled(holder)
                 holders[name] = replace(holder, unsettled=True)
             # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
-            bucket.publish(name, rendered.data, seq * _RENDER_SCALE + as_of)
+            bucket.publish(name, rendered.data, version * _RENDER_SCALE + as_of)
             result.put.append(name)
         fresh.append(record)
     kept = set(layout)
@@ -262,6 +305,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         if old.key_range not in kept and store.move_file_state(old, "live", "retiring"):
             result.retired.append(old.name)
     result.entries_read = data.entries_read
+    result.snapshots_read = data.snapshots_read
     # The state of each marked URL, as the files now show it (its key's region was loaded above).
     marked = {m.url for m in marks if m.url is not None and m.change is not None}
     shown = {s.url: s for states in data.loaded.values() for s in states if s.url in marked}
