@@ -67,21 +67,9 @@ class SitemapBucket:
             if current is not None and current[1] >= seq:
                 return False
             condition = {"IfNoneMatch": "*"} if current is None else {"IfMatch": current[0]}
-            try:
-                self._client.put_object(
-                    Bucket=self.bucket,
-                    Key=name,
-                    Body=data,
-                    ContentType=content_type(name),
-                    CacheControl=self._cache_control,
-                    Metadata={"seq": str(seq)},
-                    **condition,  # type: ignore[arg-type]
-                )
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
-                    continue  # someone wrote in between: look again
-                raise
-            return True
+            if self._put(name, data, seq, condition):
+                return True
+            # someone wrote in between: look again
         raise StalePublish(f"{name}: the object kept changing during {_MAX_ATTEMPTS} attempts to publish it")
 
     def put_if_absent(self, name: str, data: bytes) -> bool:
@@ -92,6 +80,12 @@ class SitemapBucket:
         Once this process has seen the object there, it does not ask again."""
         if name in self._present:
             return False
+        written = self._put(name, data, 0, {"IfNoneMatch": "*"})  # False: it exists, or a write of it is in flight
+        self._present.add(name)
+        return written
+
+    def _put(self, name: str, data: bytes, seq: int, condition: dict[str, str]) -> bool:
+        """One conditional put; False when its condition failed (412) or a conflicting write was in flight (409)."""
         try:
             self._client.put_object(
                 Bucket=self.bucket,
@@ -99,16 +93,13 @@ class SitemapBucket:
                 Body=data,
                 ContentType=content_type(name),
                 CacheControl=self._cache_control,
-                Metadata={"seq": "0"},
-                IfNoneMatch="*",
+                Metadata={"seq": str(seq)},
+                **condition,  # type: ignore[arg-type]
             )
         except ClientError as exc:
-            # 412: it exists. 409: a concurrent conditional write of the same name is in flight.
-            if exc.response.get("Error", {}).get("Code") not in ("PreconditionFailed", "ConditionalRequestConflict"):
-                raise
-            self._present.add(name)
-            return False
-        self._present.add(name)
+            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+                return False
+            raise
         return True
 
     def read_snapshot(self, name: str) -> tuple[str, bytes] | None:
