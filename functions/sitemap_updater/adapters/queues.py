@@ -17,15 +17,18 @@ class MessageQueue:
         self.url = url
         self.fifo = url.endswith(".fifo")
 
+    def _fifo(self, group: str | None, dedup: str | None) -> dict[str, Any]:
+        """The group and deduplication ID a FIFO queue requires (nothing for a standard queue)."""
+        if not self.fifo:
+            return {}
+        if group is None or dedup is None:
+            raise ValueError("a FIFO queue needs a message group and a deduplication ID")
+        return {"MessageGroupId": group, "MessageDeduplicationId": dedup}
+
     def send(self, body: dict[str, Any], group: str | None = None, dedup: str | None = None) -> None:
         """Send one JSON message; ``group`` and ``dedup`` are required on a FIFO queue."""
         params: dict[str, Any] = {"QueueUrl": self.url, "MessageBody": json.dumps(body, sort_keys=True)}
-        if self.fifo:
-            if group is None or dedup is None:
-                raise ValueError("a FIFO queue needs a message group and a deduplication ID")
-            params["MessageGroupId"] = group
-            params["MessageDeduplicationId"] = dedup
-        self._client.send_message(**params)
+        self._client.send_message(**params, **self._fifo(group, dedup))
 
     def send_raw(self, body: str, attributes: dict[str, str]) -> None:
         """Send a body as it is, with string message attributes (for dead letters with their reason), to a
@@ -40,9 +43,4 @@ class MessageQueue:
             "MessageBody": body if body else "(empty)",
             "MessageAttributes": {k: {"DataType": "String", "StringValue": v or "-"} for k, v in attributes.items()},
         }
-        if self.fifo:
-            if group is None or dedup is None:
-                raise ValueError("a FIFO queue needs a message group and a deduplication ID")
-            params["MessageGroupId"] = group
-            params["MessageDeduplicationId"] = dedup
-        self._client.send_message(**params)
+        self._client.send_message(**params, **self._fifo(group, dedup))

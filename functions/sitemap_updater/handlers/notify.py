@@ -8,6 +8,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sitemap_updater.handlers.dead_letters import report_dead_letters
 from sitemap_updater.service.messages import notify_batch
 from sitemap_updater.service.notify import search_console_hint
 from sitemap_updater.service.runtime import current_notifiers, current_pipeline
@@ -41,9 +42,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 },
             )
             metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
-    for dead in settled.dead_lettered:
-        logger.error("message failed on every receive", extra={"reason": dead.reason, "message_id": dead.message_id})
-        metrics.add_metric(name="MessagesDeadLettered", unit=MetricUnit.Count, value=1)
-    for message_id, error in settled.unsent.items():
-        logger.error("dead-letter send failed; SQS will move it", extra={"message_id": message_id, "error": error})
+    report_dead_letters(logger, metrics, settled.dead_lettered, settled.unsent)
     return {"batchItemFailures": [{"itemIdentifier": m} for m in settled.failures]}

@@ -8,6 +8,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sitemap_updater.handlers.dead_letters import report_dead_letters
 from sitemap_updater.service.messages import rebuild_batch
 from sitemap_updater.service.runtime import current_pipeline
 
@@ -31,9 +32,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.error("section rebuild failed", extra={"section": section, "error": error})
     for message_id, error in outcome.unreadable.items():
         logger.error("rebuild message unreadable", extra={"message_id": message_id, "error": error})
-    for dead in outcome.dead_lettered:
-        logger.error("message failed on every receive", extra={"reason": dead.reason, "message_id": dead.message_id})
-        metrics.add_metric(name="MessagesDeadLettered", unit=MetricUnit.Count, value=1)
-    for message_id, error in outcome.unsent.items():
-        logger.error("dead-letter send failed; SQS will move it", extra={"message_id": message_id, "error": error})
+    report_dead_letters(logger, metrics, outcome.dead_lettered, outcome.unsent)
     return outcome.response()
