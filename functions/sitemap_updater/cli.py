@@ -16,7 +16,7 @@ from sitemap_updater.core.events import event_json_schema
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError
-from sitemap_updater.service.build import BuildResult, build
+from sitemap_updater.service.build import MAX_REJECTED_SHARE, BuildRefused, BuildResult, build
 
 if TYPE_CHECKING:
     from sitemap_updater.local.runner import LocalRun
@@ -53,6 +53,16 @@ def _moment(value: str) -> datetime:
     return moment
 
 
+def _share(value: str) -> float:
+    try:
+        share = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a share such as 0.25 or 25%") from None
+    if not 0 <= share <= 1:
+        raise argparse.ArgumentTypeError("must be from 0 to 1 (0% to 100%)")
+    return share
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sitemap-updater",
@@ -66,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
             "Build gzip sitemap files and sitemap.xml from page events, one JSON object per line. "
             "Upserts add pages, deletes remove them; the newest event per URL wins by (version, "
             "occurred_at), whatever the line order. Rejected lines are reported on stderr with their "
-            "line number and reason; they do not stop the build."
+            "line number and reason. Exit status: 0 built; 1 nothing written and DIR left as it was (no event "
+            "accepted, too many rejected, or a limit cannot be met); 2 the input cannot be read."
         ),
     )
     b.add_argument("--site", required=True, type=_site, help="canonical scheme and host, e.g. https://www.example.com")
@@ -86,6 +97,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="DATETIME",
         help="the moment news freshness (2 days) is judged against (default: now); fix it for reproducible output",
+    )
+    b.add_argument(
+        "--max-rejected-share",
+        type=_share,
+        default=MAX_REJECTED_SHARE,
+        metavar="SHARE",
+        help=f"refuse the build, leaving DIR as it was, when more than SHARE of the events are rejected "
+        f"(default {MAX_REJECTED_SHARE * 100:.0f}%%; 0.25 and 25%% are the same; 1 refuses only when none is accepted)",
     )
     b.add_argument("--workers", type=int, default=None, metavar="N", help="processes to use (default: all cores)")
     b.add_argument("--quiet", action="store_true", help="print only the summary and rejected lines")
@@ -196,23 +215,33 @@ def _build(args: argparse.Namespace) -> int:
             to_micros(as_of),
             workers=args.workers,
             progress=None if args.quiet else progress,
+            max_rejected_share=args.max_rejected_share,
         )
+    except BuildRefused as exc:
+        progress.close()
+        _report_lines(events, exc.result, args.quiet)
+        print(f"sitemap-updater: nothing written, {args.out} left as it was: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except OSError as exc:
         progress.close()
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except LimitExceeded as exc:
         progress.close()
-        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        print(f"sitemap-updater: nothing written, {args.out} left as it was: {exc}", file=sys.stderr)
         return EXIT_FAILED
     progress.close()
-    for rejection in result.rejections:
-        print(f"{events}:{rejection.line}: rejected: {rejection.reason}", file=sys.stderr)
-    if not args.quiet:
-        for line, text in result.warnings:
-            print(f"{events}:{line}: warning: {text}", file=sys.stderr)
+    _report_lines(events, result, args.quiet)
     print(_summary(result, args.out, time.perf_counter() - started))
     return EXIT_OK
+
+
+def _report_lines(events: Path, result: BuildResult, quiet: bool) -> None:
+    for rejection in result.rejections:
+        print(f"{events}:{rejection.line}: rejected: {rejection.reason}", file=sys.stderr)
+    if not quiet:
+        for line, text in result.warnings:
+            print(f"{events}:{line}: warning: {text}", file=sys.stderr)
 
 
 def _local(args: argparse.Namespace) -> int:

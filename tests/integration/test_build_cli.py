@@ -88,13 +88,81 @@ def test_newest_event_wins_and_deleted_pages_are_gone(sample_out: Path) -> None:
 def test_rejected_lines_are_reported_with_line_number_and_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    events = write_jsonl(tmp_path / "e.jsonl", [event()], ("{broken", json.dumps(event(priority=7))))
-    assert run_build(events, tmp_path / "out") == 0
+    pages = [event(f"{BASE}/blog/p{i}") for i in range(8)]
+    events = write_jsonl(tmp_path / "e.jsonl", pages, ("{broken", json.dumps(event(priority=7))))
+    assert run_build(events, tmp_path / "out") == 0  # 2 of 10 rejected: under the default share of 25%
     err = capsys.readouterr()
-    assert f"{events}:2: rejected: (body): not valid JSON" in err.err
-    assert f"{events}:3: rejected: priority:" in err.err
-    assert "3 lines read: 1 events accepted, 2 rejected" in err.out
-    assert "1 URLs" in err.out
+    assert f"{events}:9: rejected: (body): not valid JSON" in err.err
+    assert f"{events}:10: rejected: priority:" in err.err
+    assert "10 lines read: 8 events accepted, 2 rejected" in err.out
+    assert "8 URLs" in err.out
+
+
+def _old_output(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    out = tmp_path / "out"
+    pages = [event(f"{BASE}/{s}/p{i}") for s in ("blog", "docs") for i in range(20)]
+    assert run_build(write_jsonl(tmp_path / "old.jsonl", pages), out) == 0
+    return out, published(out)
+
+
+def test_a_build_that_accepts_nothing_leaves_the_old_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a published site, and the same export built with --site missing "www": every line is rejected
+    out, before = _old_output(tmp_path)
+    capsys.readouterr()
+    export = tmp_path / "old.jsonl"
+    status = main(["build", "--site", "https://example.com", "--events", str(export), "--out", str(out)])
+    # Then the build is refused with its reason, every line's rejection is shown, and no file changed
+    err = capsys.readouterr().err
+    assert status == 1
+    assert f"nothing written, {out} left as it was: no event was accepted (40 rejected)" in err
+    assert f"{export}:1: rejected: url: host 'www.example.com' is not the site's host 'example.com'" in err
+    assert published(out) == before
+
+
+def test_an_empty_export_leaves_the_old_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, before = _old_output(tmp_path)
+    assert run_build(write_jsonl(tmp_path / "empty.jsonl", [], ("", "  ")), out) == 1
+    assert "no event was accepted (0 rejected)" in capsys.readouterr().err
+    assert published(out) == before
+
+
+def test_a_build_over_the_rejected_share_leaves_the_old_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a published site, and an export where 3 of 10 events are rejected (30%, over the default 25%)
+    out, before = _old_output(tmp_path)
+    bad = [json.dumps(event(f"{BASE}/blog/p{i}", priority=2)) for i in range(3)]
+    export = write_jsonl(tmp_path / "new.jsonl", [event(f"{BASE}/new/p{i}") for i in range(7)], tuple(bad))
+    # When it is built, the build is refused and nothing in --out changes
+    assert run_build(export, out) == 1
+    err = capsys.readouterr().err
+    assert "3 of 10 events were rejected (30.0%), more than the 25% allowed" in err
+    assert f"{export}:8: rejected: priority:" in err
+    assert published(out) == before
+    # And with a share that allows it, the same export replaces the site
+    assert run_build(export, out, "--max-rejected-share", "30%") == 0
+    assert set(published(out)) == {"sitemap.xml", "sitemap-new-00000000.xml.gz"}
+
+
+def test_a_limit_that_cannot_be_met_leaves_the_old_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a published site, and an index limit of 3 files (50,000 in truth: lowered to keep the test small)
+    out, before = _old_output(tmp_path)
+    monkeypatch.setattr("sitemap_updater.core.render.MAX_FILES_PER_INDEX", 3)
+    # When an export of 4 sections is built, every file is rendered before the index meets the limit
+    export = write_jsonl(tmp_path / "many.jsonl", [event(f"{BASE}/{s}/p") for s in "abcd"])
+    assert run_build(export, out) == 1
+    assert "nothing written" in capsys.readouterr().err
+    # Then none of those files replaced or joined the old ones
+    assert published(out) == before
+
+
+@pytest.mark.parametrize("share", ["-0.1", "1.5", "lots"])
+def test_an_invalid_share_is_a_usage_error(tmp_path: Path, share: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        run_build(SAMPLE, tmp_path / "out", "--max-rejected-share", share)
+    assert exit_.value.code == 2
 
 
 def test_unreadable_input_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,7 +174,8 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         main(["build", "--help"])
     text = capsys.readouterr().out
-    for option in ("--site", "--events", "--out", "--max-urls-per-file", "--as-of", "--workers", "--quiet"):
+    options = ("--site", "--events", "--out", "--max-urls-per-file", "--as-of", "--workers", "--quiet")
+    for option in (*options, "--max-rejected-share"):
         assert option in text
 
 

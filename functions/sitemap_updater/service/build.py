@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from array import array
 from bisect import bisect_left
@@ -55,12 +56,24 @@ BUCKETS = 1 << BUCKET_BITS
 _SHIFT = 64 - BUCKET_BITS
 _CHUNK_BYTES = 4 << 20
 _SITEMAP_FILE = "sitemap-*.xml.gz"
+# A build over this share of rejected events is refused (the old output stays): a few bad records still
+# publish (the sample export rejects 2 of 14 lines), a systemic fault (the wrong --site, an exporter that
+# renamed a field for a whole content type) stops before a quarter of the site disappears from its sitemaps.
+MAX_REJECTED_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
     line: int
     reason: str
+
+
+class BuildRefused(RuntimeError):
+    """The events cannot replace the site's sitemaps (too few accepted); nothing in the output was touched."""
+
+    def __init__(self, reason: str, result: BuildResult) -> None:
+        super().__init__(reason)
+        self.result = result
 
 
 @dataclass(slots=True)
@@ -294,11 +307,15 @@ def build(
     as_of_us: int,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    max_rejected_share: float = MAX_REJECTED_SHARE,
 ) -> BuildResult:
     """Build every sitemap file and ``sitemap.xml`` of ``site`` into ``out_dir`` from a JSONL export.
 
     The newest event per URL wins (by version, then occurred_at), whatever the line order. ``as_of_us`` is
     the moment news freshness is judged against. ``progress(done_bytes, total_bytes)`` reports parsing.
+    Files are written beside ``out_dir``'s and moved in only once all are: a build that fails (BuildRefused
+    when nothing was accepted or more than ``max_rejected_share`` of the events were rejected, LimitExceeded,
+    any error) leaves the previous output as it was.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     total = events.stat().st_size
@@ -310,20 +327,43 @@ def build(
         else ProcessPoolExecutor(max_workers=count)
     )
     result = BuildResult()
-    with tempfile.TemporaryDirectory(prefix="sitemap-build-") as spill, executor:
-        chunks = _parse_all(executor, events, site, spill, result, progress)
-        sections = _reduce_all(executor, chunks, spill)
-        items = _render_all(executor, sections, spill, limits, as_of_us, out_dir, result)
-    index = render_index(site.base_url, items)
-    _write_atomic(out_dir / INDEX_NAME, index)
-    result.gzip_bytes += len(index)
-    result.xml_bytes += len(index)
+    staging = Path(tempfile.mkdtemp(prefix=".sitemap-build-", dir=out_dir))
+    try:
+        with tempfile.TemporaryDirectory(prefix="sitemap-build-") as spill, executor:
+            chunks = _parse_all(executor, events, site, spill, result, progress)
+            reason = refusal(result.accepted, len(result.rejections), max_rejected_share)
+            if reason is not None:
+                raise BuildRefused(reason, result)
+            sections = _reduce_all(executor, chunks, spill)
+            items = _render_all(executor, sections, spill, limits, as_of_us, staging, result)
+        index = render_index(site.base_url, items)
+        _write_atomic(staging / INDEX_NAME, index)
+        result.gzip_bytes += len(index)
+        result.xml_bytes += len(index)
+        for name in result.files:  # the files first, the index that names them last
+            (staging / name).replace(out_dir / name)
+        (staging / INDEX_NAME).replace(out_dir / INDEX_NAME)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     keep = set(result.files)
     for stale in sorted(out_dir.glob(_SITEMAP_FILE)):
         if stale.name not in keep:
             stale.unlink()
             result.removed.append(stale.name)
     return result
+
+
+def refusal(accepted: int, rejected: int, max_share: float) -> str | None:
+    """Why events with these counts must not replace a site's sitemaps, or None when they may."""
+    if accepted == 0:
+        return f"no event was accepted ({rejected:,} rejected): nothing to publish"
+    share = rejected / (accepted + rejected)
+    if share > max_share:
+        return (
+            f"{rejected:,} of {accepted + rejected:,} events were rejected ({share:.1%}), "
+            f"more than the {max_share:.0%} allowed"
+        )
+    return None
 
 
 def _parse_all(
