@@ -105,3 +105,75 @@ def test_xml_forbidden_characters_are_named() -> None:
     with pytest.raises(ValueError, match=r"U\+000B"):
         check_xml_text("\x0b")
     assert check_xml_text("fine") == "fine"
+
+
+# --- Internationalised hosts: IDNA 2008 with UTS 46 mapping (as browsers do), not Python's IDNA 2003 codec ---
+@pytest.mark.parametrize(
+    ("host", "idna2008", "idna2003"),
+    [
+        ("faß.de", "xn--fa-hia.de", "fass.de"),  # ß is a letter of its own, not "ss"
+        ("βόλος.com", "xn--nxasmm1c.com", "xn--nxasmq6b.com"),  # final sigma ς is kept, not folded to σ
+        ("क्\u200dष.com", "xn--11b2ezcw70k.com", "xn--11b2ezc.com"),  # ZWJ after a virama: kept, not dropped
+        ("क्\u200cष.com", "xn--11b2ezcs70k.com", "xn--11b2ezc.com"),  # ZWNJ after a virama: kept
+        ("نامه\u200cای.ir", "xn--mgba3gch31f060k.ir", "xn--mgba3gch31f.ir"),  # ZWNJ between joining letters
+    ],
+)
+def test_hosts_follow_idna_2008_where_it_differs_from_idna_2003(host: str, idna2008: str, idna2003: str) -> None:
+    assert host.encode("idna").decode() == idna2003  # what the old codec gave: another host
+    assert canonical_media_url(f"https://{host}/a") == f"https://{idna2008}/a"
+    site = Site.parse(f"https://{host}")
+    assert site.netloc == idna2008
+    assert canonical_page_url(f"https://{idna2008}/a", site) == f"https://{idna2008}/a"
+    with pytest.raises(UrlError, match="is not the site's host"):
+        canonical_page_url(f"https://{idna2003}/a", site)
+
+
+def test_a_capital_final_sigma_maps_to_sigma_as_in_browsers() -> None:
+    # UTS 46 maps Σ to σ wherever it stands; Python's str.lower() (and so urllib's hostname) would give ς.
+    assert canonical_media_url("https://ΒΌΛΟΣ.com/a") == "https://xn--nxasmq6b.com/a"
+    assert canonical_media_url("https://βόλοσ.com/a") == "https://xn--nxasmq6b.com/a"
+    assert canonical_media_url("https://βόλος.com/a") == "https://xn--nxasmm1c.com/a"
+
+
+def test_uts46_mapping_folds_what_browsers_fold() -> None:
+    site = Site.parse("https://www.bücher.de")
+    # upper case, a combining diaeresis (NFC), an ideographic full stop, full-width letters, a soft hyphen
+    spellings = (
+        "WWW.BÜCHER.DE",
+        "www.bu\u0308cher.de",
+        "www\u3002bücher.de",
+        "\uff57\uff57\uff57.bücher.de",
+        "www.bü\u00adcher.de",
+    )
+    for spelling in spellings:
+        assert canonical_page_url(f"https://{spelling}/a", site) == "https://www.xn--bcher-kva.de/a"
+
+
+@pytest.mark.parametrize(
+    ("host", "reason"),
+    [
+        ("a\u200db.com", r"Joiner U\+200D not allowed"),  # ZWJ between Latin letters: no context allows it
+        ("\u200cx.com", r"Joiner U\+200C not allowed"),  # ZWNJ at the start of a label
+        ("a\u200cb.com", r"Joiner U\+200C not allowed"),  # ZWNJ between Latin letters (IDNA 2003 dropped it)
+        ("☃.net", r"Codepoint U\+2603 .* not allowed"),  # a symbol: IDNA 2003 gave xn--n3h.net
+        ("xn--zz.com", "Invalid A-label"),  # punycode that does not decode
+        ("xn--fass.de", r"not allowed"),  # punycode of disallowed code points (escaped in the reason)
+        ("bü--x.de", "hyphens in 3rd and 4th position"),
+        ("-bücher.de", "must not start or end with a hyphen"),
+        ("bücher..de", "Empty Label"),
+    ],
+)
+def test_invalid_internationalised_hosts_are_rejected_with_the_reason(host: str, reason: str) -> None:
+    for check in (lambda: canonical_media_url(f"https://{host}/a"), lambda: Site.parse(f"https://{host}")):
+        with pytest.raises(UrlError, match=f"not a valid internationalised domain name \\(IDNA 2008\\): .*{reason}"):
+            check()
+    with pytest.raises(UrlError) as caught:
+        canonical_page_url(f"https://{host}/a", SITE)
+    assert str(caught.value).isprintable()  # joiners and control characters are escaped, not written raw
+
+
+def test_look_alike_hosts_stay_foreign() -> None:
+    site = Site.parse("https://www.example.com")
+    for look_alike in ("www.exаmple.com", "www.examp1e.com", "www.ex\u0430mple.com", "www.еxample.com"):
+        with pytest.raises(UrlError, match="is not the site's host"):
+            canonical_page_url(f"https://{look_alike}/a", site)

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
 
+import idna
+
 from sitemap_updater.core.text import forbidden_character
 
 MAX_URL_LENGTH = 2047  # sitemaps.org: "less than 2,048 characters"
@@ -20,8 +22,11 @@ _QUERY_SAFE = frozenset(_PATH_SAFE | set("?"))
 _CLEAN_PATH = re.compile(r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
 _CLEAN_QUERY = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*")
 _NON_EMPTY_QUERY = _CLEAN_QUERY.pattern[:-1] + "+"
-# An http(s) URL with a lower-case host name, no port or user info, and a clean path and non-empty query.
-_CLEAN_MEDIA = re.compile(rf"https?://[a-z0-9][a-z0-9.-]*{_CLEAN_PATH.pattern}(?:\?{_NON_EMPTY_QUERY})?")
+# An http(s) URL with a lower-case host name (no punycode label, which has to be checked), no port or user info,
+# and a clean path and non-empty query.
+_CLEAN_MEDIA = re.compile(
+    rf"https?://(?![a-z0-9.-]*xn--)[a-z0-9][a-z0-9.-]*{_CLEAN_PATH.pattern}(?:\?{_NON_EMPTY_QUERY})?"
+)
 
 
 class UrlError(ValueError):
@@ -29,14 +34,27 @@ class UrlError(ValueError):
 
 
 def normalise_host(host: str) -> str:
-    """Lowercase and IDNA-encode a host name (``Bücher.DE`` -> ``xn--bcher-kva.de``)."""
-    host = host.lower()
+    """Lowercase an ASCII host; map and encode an internationalised one as browsers do, by UTS 46 and IDNA 2008
+    (``Bücher.DE`` -> ``xn--bcher-kva.de``, ``faß.de`` -> ``xn--fa-hia.de``, not IDNA 2003's ``fass.de``).
+    Punycode labels are checked too; an invalid label (a misplaced joiner, a symbol) is rejected."""
     if host.isascii():
-        return host
+        host = host.lower()
+        if "xn--" not in host:
+            return host
     try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError as exc:
-        raise UrlError(f"host {host!r} is not a valid internationalised domain name") from exc
+        return idna.encode(host, uts46=True).decode("ascii")
+    except UnicodeError as exc:  # idna.IDNAError and its subclasses
+        reason = str(exc).encode("ascii", "backslashreplace").decode("ascii")
+        raise UrlError(f"host {host!r} is not a valid internationalised domain name (IDNA 2008): {reason}") from exc
+
+
+def _host_as_written(parts: SplitResult) -> str:
+    """The host of a split URL, not lowercased: ``SplitResult.hostname`` lowercases by Python's rules, which turn
+    a final capital sigma into ``ς`` where UTS 46 (and so every browser) maps it to ``σ``."""
+    hostinfo = parts.netloc.rpartition("@")[2]
+    if hostinfo.startswith("["):  # an IPv6 literal
+        return hostinfo[1:].partition("]")[0].lower()
+    return hostinfo.partition(":")[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +94,7 @@ class Site:
             raise UrlError(f"site {base_url!r} must be an absolute http(s) URL such as https://www.example.com")
         if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
             raise UrlError(f"site {base_url!r} must be a scheme and host only, without path or query")
-        netloc = _netloc(parts, normalise_host(parts.hostname))
+        netloc = _netloc(parts, normalise_host(_host_as_written(parts)))
         params = DEFAULT_SESSION_PARAMS if session_params is None else session_params
         return cls(parts.scheme, netloc, frozenset(p.lower() for p in params))
 
@@ -196,7 +214,7 @@ def canonical_page_url(url: str, site: Site, warnings: list[str] | None = None) 
     if site.is_canonical(url):
         return url
     parts = _split_absolute(url)
-    host = normalise_host(parts.hostname or "")
+    host = normalise_host(_host_as_written(parts))
     netloc = _netloc(parts, host)
     if netloc != site.netloc:
         raise UrlError(f"host {netloc!r} is not the site's host {site.netloc!r}")
@@ -211,5 +229,5 @@ def canonical_media_url(url: str) -> str:
     if len(url) <= MAX_URL_LENGTH and "/." not in url and _CLEAN_MEDIA.fullmatch(url):
         return url  # already canonical (the common case), recognised without parsing
     parts = _split_absolute(url)
-    netloc = _netloc(parts, normalise_host(parts.hostname or ""))
+    netloc = _netloc(parts, normalise_host(_host_as_written(parts)))
     return _assemble(parts.scheme, netloc, parts.path, parts.query)
