@@ -23,7 +23,7 @@ from sitemap_updater.settings import Settings
 # throttles, and a Lambda container's client lives for a few invocations among many concurrent ones.
 # Four attempts: the worst backoff (about 1 + 2 + 4 s for throttles) still fits the ingest function's 30 s.
 # What is still failing after that raises, the invocation (or its batch item) fails, and SQS redelivers.
-CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 4})
+CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})  # "max_attempts" counts retries only
 
 
 def _now() -> datetime:
