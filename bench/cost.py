@@ -1,45 +1,108 @@
-"""Cost per million events at AWS list prices (us-east-1, on-demand), from the operations the incremental
-benchmark counted. Two rates: 1 event per second (every change rebuilt on its own) and 50 per second (SQS
-batches of 10 fill, so ten changes share a rebuild)."""
+"""Dollars per million events at AWS list prices (us-east-1, on-demand, no free tier), from what
+``bench/meter.py`` counted while ``bench/traffic.py`` ran the real handlers.
+
+Billing rules applied (AWS pricing pages and developer guides, as published in 2025):
+
+- Lambda (arm64): $0.20 per million requests plus $0.0000133334 per GB-s, duration rounded up to 1 ms per
+  invocation. Duration = the service's CPU measured here, scaled by the share of a core the memory setting buys
+  (1,769 MB is one vCPU, so 512 MB runs CPU-bound code about 3.5x slower), plus a stated latency per AWS call
+  (``LATENCY_S``: typical same-region round trips). The CPU is this machine's (x86_64), taken as equal to
+  Graviton's. Cold starts (init is billed since August 2025) are not counted: at these rates containers stay warm.
+- SQS: $0.40 per million standard requests, $0.50 FIFO; each 64 KB of a payload is one request. Sends are
+  counted as made; the event source mappings receive at most 10 messages per ReceiveMessage and delete with
+  DeleteMessageBatch (10 per request). Idle long polling (``IDLE_POLLS_PER_HOUR`` per queue a function reads) is a
+  fixed cost per hour, charged to the sustained rates only.
+- DynamoDB on-demand: $0.625 per million write request units, $0.125 per million read request units (after the
+  November 2024 reduction); the unit rules are in ``bench/meter.py``.
+- S3 Standard: PUT and LIST $0.005 per 1,000, GET and HEAD $0.0004 per 1,000, DELETE free; storage not counted.
+- CloudFront: no invalidations any more. Crawler fetches are counted as an assumption: each published index and
+  each changed file is fetched by ``CRAWLERS`` crawlers, every fetch a cache miss (5 s lifetime), so one HTTPS
+  request ($0.0100 per 10,000, North America), its bytes out ($0.085 per GB) and one S3 GET at the origin.
+- Not counted: CloudWatch (logs, EMF metrics, alarms, dashboard), X-Ray, KMS, storage, Search Console and
+  IndexNow (free APIs, their time is in the notify function's duration)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-# USD, us-east-1 list prices as published in 2025 (Lambda arm64, DynamoDB on-demand after the November 2024
-# reduction, SQS, S3 Standard, CloudFront invalidations). Change them here if yours differ.
 LAMBDA_REQUEST = 0.20 / 1e6
 LAMBDA_GB_S = 0.0000133334
-SQS_STANDARD = 0.40 / 1e6
-SQS_FIFO = 0.50 / 1e6
+SQS_PRICE = {"standard": 0.40 / 1e6, "fifo": 0.50 / 1e6}
 DDB_WRU = 0.625 / 1e6
 DDB_RRU = 0.125 / 1e6
-S3_PUT = 0.005 / 1000
-S3_GET = 0.0004 / 1000
-CF_PATH = 0.005  # beyond the first 1,000 paths a month
-ITEM_BYTES = 300  # a manifest item: key, URL and the encoded entry; a strongly consistent read unit is 4 KB
-REBUILD_GB = 1.0  # the rebuild function's memory setting (template.yaml); the others have 0.5
-OTHER_GB = 0.5
-SECONDS_PER_MONTH = 30 * 86_400
+S3_PRICE = {"PUT": 0.005 / 1000, "LIST": 0.005 / 1000, "GET": 0.0004 / 1000, "DELETE": 0.0}
+CF_REQUEST = 0.0100 / 10_000
+CF_GB = 0.085
+CRAWLERS = 2  # Google and Bing fetch what changed
+ONE_VCPU_MB = 1769
+IDLE_POLLS_PER_HOUR = 5 * 3600 / 20  # assumed: five pollers per event source mapping, 20 s long polls
+# Stated latency of each AWS call inside a Lambda function in the same region (seconds).
+LATENCY_S = {
+    "GetItem": 0.004,
+    "PutItem": 0.006,
+    "UpdateItem": 0.006,
+    "DeleteItem": 0.006,
+    "Query": 0.008,
+    "BatchGetItem": 0.010,
+    "BatchWriteItem": 0.015,
+    "TransactWriteItems": 0.015,
+    "s3:HEAD": 0.015,
+    "s3:GET": 0.020,
+    "s3:PUT": 0.035,
+    "s3:DELETE": 0.020,
+    "s3:LIST": 0.030,
+    "s3:bytes/s": 50e6,  # transfer rate between Lambda and S3, added to PUT time per byte
+    "sqs:SendMessage": 0.010,
+    "http:POST": 0.150,
+}
+LINES = ("Lambda", "SQS", "DynamoDB", "S3", "CloudFront")
+# The table docs/benchmarks.md showed before this model (measured 2026-11-22, with CloudFront invalidations, the
+# whole-manifest reads and item counts times an assumed item size).
+BEFORE = {
+    "1 event/s": {"Lambda": 5.71, "SQS": 5.70, "DynamoDB": 80.51, "S3": 5.40, "CloudFront": 4998.07, "total": 5095.39},
+    "50 events/s": {"Lambda": 2.16, "SQS": 1.20, "DynamoDB": 58.90, "S3": 0.69, "CloudFront": 639.96, "total": 702.91},
+}
+BEFORE_DATE = "2026-11-22"
 
 
-def per_million(ops: dict[str, Any], events: int, batch: int, events_per_s: float) -> dict[str, float]:
-    """Dollars per million events for one scenario: ``ops`` counted for ``events`` events."""
-    scale = 1e6 / events
-    sqs = ops["sqs"]
-    standard = sum(v for k, v in sqs.items() if k == "IngestQueue") + events  # the CMS's sends
-    fifo = sum(v for k, v in sqs.items() if k in ("RebuildQueue", "IndexQueue", "NotifyQueue"))
-    # Each message is sent once, then received and deleted in batches of ``batch``.
-    sqs_cost = (standard * (1 + 2 / batch) * SQS_STANDARD + fifo * (1 + 2 / batch) * SQS_FIFO) * scale
-    invocations = (events + fifo) / batch * scale
-    compute = ops["cpu_s"] * scale * REBUILD_GB * LAMBDA_GB_S
-    lambda_cost = invocations * LAMBDA_REQUEST + compute + invocations * 0.05 * OTHER_GB * LAMBDA_GB_S
-    reads = ops["reads"] * ITEM_BYTES / 4096 * scale
-    writes = ops["writes"] * scale * 1.5  # ingest writes in a transaction (2 units per item); the rest 1
-    ddb = reads * DDB_RRU + writes * DDB_WRU
-    s3 = (ops["s3_puts"] * S3_PUT + ops["s3_heads"] * S3_GET) * scale
-    paths_per_month = ops["cdn_paths"] / events * events_per_s * SECONDS_PER_MONTH
-    months = 1e6 / (events_per_s * SECONDS_PER_MONTH)
-    cdn = max(0.0, paths_per_month - 1000) * CF_PATH * months
-    total = lambda_cost + sqs_cost + ddb + s3 + cdn
-    return {"lambda": lambda_cost, "sqs": sqs_cost, "dynamodb": ddb, "s3": s3, "cloudfront": cdn, "total": total}
+def cpu_scale(memory_mb: int) -> float:
+    """How much longer CPU-bound code runs on a function of ``memory_mb`` than on one full core."""
+    return max(1.0, ONE_VCPU_MB / memory_mb)
+
+
+def dollars(usage: Mapping[str, Any], memory_mb: Mapping[str, int], crawl: Mapping[str, int]) -> dict[str, float]:
+    """The bill of what ``usage`` (function name -> ``meter.Usage``) consumed, by line. ``crawl``: the files and
+    index puts crawlers fetch (``files``, ``bytes``)."""
+    bill = dict.fromkeys(LINES, 0.0)
+    for function, used in usage.items():
+        gb = memory_mb.get(function, 0) / 1024
+        if gb:
+            bill["Lambda"] += used.invocations * LAMBDA_REQUEST + used.billed_ms / 1000 * gb * LAMBDA_GB_S
+        bill["SQS"] += sum(SQS_PRICE[kind] * n for kind, n in used.sqs.items())
+        bill["DynamoDB"] += used.rru * DDB_RRU + (used.wru + used.gsi_wru) * DDB_WRU
+        bill["S3"] += sum(S3_PRICE[kind] * n for kind, n in used.s3.items())
+    fetches = crawl.get("files", 0) * CRAWLERS
+    bill["CloudFront"] += fetches * CF_REQUEST + crawl.get("bytes", 0) * CRAWLERS / 1e9 * CF_GB
+    bill["S3"] += fetches * S3_PRICE["GET"]
+    bill["total"] = sum(bill[line] for line in LINES)
+    return bill
+
+
+def scaled(bill: Mapping[str, float], factor: float) -> dict[str, float]:
+    return {line: value * factor for line, value in bill.items()}
+
+
+def idle_polling(queues: Mapping[str, str], hours: float) -> dict[str, float]:
+    """SQS's empty long polls of the event source mappings over ``hours`` (``queues``: name -> standard/fifo)."""
+    sqs = sum(SQS_PRICE[kind] * IDLE_POLLS_PER_HOUR * hours for kind in queues.values())
+    bill = dict.fromkeys(LINES, 0.0) | {"SQS": sqs}
+    bill["total"] = sqs
+    return bill
+
+
+def per_million(ops: Mapping[str, Any], events: int, batch: int, events_per_s: float) -> dict[str, float]:
+    """The bill ``bench/incremental.py`` measured for a rate (``ops["usd_per_million"]``), in the lower-case keys
+    ``bench/full_build.py`` renders; kept until it renders ``bench.report.section`` instead."""
+    bill = ops["usd_per_million"]
+    return {line.lower(): float(bill[line]) for line in (*LINES, "total")}

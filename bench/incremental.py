@@ -1,146 +1,120 @@
-"""Incremental updates on a large site: import N pages, then change one page, then 1,000 pages spread over the
-site; count what each costs (DynamoDB items read and written, S3 puts and bytes, SQS messages, CloudFront paths,
-CPU seconds) against the import's full publish. The real service code runs on the in-memory adapters of
-tests/sim, which count every call the DynamoDB, S3, SQS and CloudFront adapters would make."""
+"""Incremental updates on a large site and what they cost: import N pages (the full publish), then run traffic
+through the real handlers (``bench/traffic.py``) and price every AWS call they made (``bench/meter.py``,
+``bench/cost.py``). ``python -m bench.incremental [PAGES]`` measures, prints the figures as JSON (last line) and
+rewrites the "Incremental updates" section of docs/benchmarks.md; ``--doc-only`` rewrites it from the last run."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import itertools
 import json
+import logging
 import random
 import sys
-import time
 import warnings
-from collections import Counter
-from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.pages import write_pages
+from bench.meter import Meter, Usage
+from bench.pages import SECTIONS, write_pages
+from bench.report import per_million, section, total
+from bench.traffic import Driver, Scenario, Traffic, changed_bodies
 
-CACHE = Path(__file__).resolve().parent / ".cache"
-SITE = "https://www.example.com"
-# Items each store method reads or writes (callables get the call's arguments and result).
-READS = {"get_page": 1, "section_seq": 1, "index_sha": 1, "entries": len, "entries_for": len, "files": len}
-WRITES = {"record_rank": 1, "clear_pending": 1, "put_file": 1, "move_file_state": 1, "clear_pending_index": 1,
-          "delete_file": 1, "mark_unsettled": 1, "next_index_generation": 1, "put_index_sha": 1}  # fmt: skip
-
-
-@dataclass
-class Ops:
-    reads: int = 0
-    writes: int = 0
-    s3_puts: int = 0
-    s3_bytes: int = 0
-    s3_heads: int = 0
-    sqs_sends: Counter[str] = field(default_factory=Counter)
-    cdn_paths: int = 0
-    cpu_s: float = 0.0
-    files: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"reads": self.reads, "writes": self.writes, "s3_puts": self.s3_puts, "s3_bytes": self.s3_bytes,
-                "s3_heads": self.s3_heads, "sqs": dict(self.sqs_sends), "cdn_paths": self.cdn_paths,
-                "cpu_s": round(self.cpu_s, 3)}  # fmt: skip
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / "bench" / ".cache"
+LAST = CACHE / "incremental.json"
+DOC = ROOT / "docs" / "benchmarks.md"
+HEADING = "## Incremental updates"
+ONE = Scenario("one changed page", 1.0, 1, sustained=False)
+SPREAD = Scenario("1,000 spread changes at 1,000/s", 1000.0, 1000, sustained=False)
+COST = (
+    Scenario("1 event/s", 1.0, 300),
+    Scenario("50 events/s", 50.0, 1500),
+    Scenario("burst of 1,000/s, one section", 1000.0, 3000, section=SECTIONS[0], sustained=False),
+)
 
 
-def _instrument(sim: Any, ops: list[Ops]) -> None:
-    store = sim.store
-    for name, count in {**READS, **WRITES}.items():
-        original = getattr(store, name)
+def _usage(usage: Usage) -> dict[str, Any]:
+    return {"invocations": usage.invocations, "billed_s": usage.billed_ms / 1000, "cpu_s": round(usage.cpu_s, 3),
+            "wait_s": round(usage.wait_s, 3), "rru": usage.rru, "wru": usage.wru, "gsi_wru": usage.gsi_wru,
+            "items_read": usage.items_read, "s3": dict(usage.s3), "bytes_up": usage.bytes_up,
+            "sqs": dict(usage.sqs), "http": usage.http, "calls": dict(usage.calls)}  # fmt: skip
 
-        def counted(*args: Any, _o: Any = original, _n: str = name, _c: Any = count, **kwargs: Any) -> Any:
-            result = _o(*args, **kwargs)
-            amount = _c(result) if callable(_c) else _c
-            if _n in READS:
-                ops[-1].reads += amount
-            else:
-                ops[-1].writes += amount
-            return result
 
-        setattr(store, name, counted)
-    record_change, import_pages = store.record_change, store.import_pages
-
-    def change(write: Any, expected: Any, old_section: Any) -> bool:
-        ops[-1].writes += 3 + (2 if old_section not in (None, write.section) else 0)  # page, entry, sequence(s)
-        return bool(record_change(write, expected, old_section))
-
-    def load(writes: list[Any]) -> None:
-        ops[-1].writes += 2 * len(writes) + len({w.section for w in writes})
-        import_pages(writes)
-
-    store.record_change, store.import_pages = change, load
-    watch = sim.s3.watch
-
-    def put(name: str, old: Any, new: Any) -> None:
-        if new is not None:
-            ops[-1].s3_puts += 1
-            ops[-1].s3_bytes += len(new.data)
-        watch(name, old, new)
-
-    sim.s3.watch = put
-    head = sim.s3.head_object
-
-    def counted_head(**kwargs: Any) -> Any:
-        ops[-1].s3_heads += 1
-        return head(**kwargs)
-
-    sim.s3.head_object = counted_head
-    for queue in sim.queues.values():
-        add = queue.add
-
-        def send(*args: Any, _a: Any = add, _q: str = queue.name, **kwargs: Any) -> None:
-            ops[-1].sqs_sends[_q] += 1
-            _a(*args, **kwargs)
-
-        queue.add = send
+def _scenario(traffic: Traffic) -> dict[str, Any]:
+    """What one scenario used, by function, and how often each published file was put."""
+    scenario = traffic.scenario
+    files = [times for name, times in traffic.puts.items() if name.endswith(".gz")]
+    gaps = [b - a for times in files for a, b in itertools.pairwise(times)]
+    return {"label": scenario.label, "rate": scenario.rate, "events": scenario.events, "section": scenario.section,
+            "sustained": scenario.sustained, "virtual_s": round(traffic.virtual_s, 1),
+            "functions": {name: _usage(used) for name, used in sorted(traffic.usage.items())},
+            "puts": {name: len(times) for name, times in sorted(traffic.puts.items())},
+            "put_bytes": traffic.put_bytes, "min_gap_s": round(min(gaps), 2) if gaps else None}  # fmt: skip
 
 
 def run(size: int) -> dict[str, Any]:
     warnings.simplefilter("ignore")
     from sitemap_updater.service.bulk_import import import_events
-    from sitemap_updater.service.index import rebuild_index
-    from sitemap_updater.service.ingest import ingest
-    from sitemap_updater.service.rebuild import DirtyMark, rebuild_section
     from tests.sim.world import Config, Simulation
 
     sim = Simulation(Config(0, max_urls=10_000))
-    pipeline = sim.pipeline
-    ops: list[Ops] = [Ops()]
-    _instrument(sim, ops)
-    events = write_pages(CACHE / f"pages-{size}.jsonl", size)
-    lines = events.read_text(encoding="utf-8").splitlines()
-    started = time.process_time()
-    done = import_events(lines, pipeline)
-    ops[-1].cpu_s = time.process_time() - started
-    ops[-1].files = len(sim.s3.objects)
-    full = ops[-1]
-    rebuild = sim.queues["RebuildQueue"]
+    meter = Meter(sim)
+    driver = Driver(sim, meter)
+    lines = write_pages(CACHE / f"pages-{size}.jsonl", size).read_text(encoding="utf-8").splitlines()
+    meter.usage = {}
+    done, _ = meter.invoke("import", lambda: import_events(lines, sim.pipeline), 1.0)
+    full = meter.usage["import"]
+    files = sum(1 for name in sim.s3.objects if name.endswith(".xml.gz"))
+    rng = random.Random(2)
+    results = []
+    for number, scenario in enumerate((ONE, SPREAD, *COST), start=2):
+        pool = [i for i in range(size) if SECTIONS[i % len(SECTIONS)] == scenario.section] if scenario.section else None
+        picks = rng.sample(pool or range(size), min(scenario.events, len(pool or range(size))))
+        scenario = Scenario(scenario.label, scenario.rate, len(picks), scenario.section, scenario.sustained)
+        traffic = driver.run(scenario, changed_bodies(lines, picks, number))
+        print(f"{scenario.label}: {len(picks)} events, {traffic.virtual_s:.1f} s virtual", file=sys.stderr)
+        results.append(traffic)
+    hourly = driver.hourly()
+    data = {"date": f"{datetime.now(UTC).date():%Y-%m-%d}", "pages": done.pages, "files": files,
+            "import": _usage(full), "hourly": {n: _usage(u) for n, u in hourly.items()}, "memory": driver.memory(),
+            "polled": driver.polled(), "scenarios": [_scenario(t) for t in results]}  # fmt: skip
+    return data | _legacy(data)
 
-    def changes(count: int, rng: random.Random) -> Ops:
-        ops.append(Ops())
-        for queue in sim.queues.values():
-            queue.messages.clear()
-        started = time.process_time()
-        for i in rng.sample(range(size), count):
-            body = json.loads(lines[i])
-            body.update(version=2, lastmod="2026-11-21")
-            ingest(json.dumps(body), pipeline)
-        marks = [mark for m in rebuild.messages for mark in DirtyMark.from_message(json.loads(m.body))]
-        by_section: dict[str, list[DirtyMark]] = {}
-        for mark in marks:
-            by_section.setdefault(mark.section, []).append(mark)
-        for section, section_marks in sorted(by_section.items()):
-            for start in range(0, len(section_marks), 10):  # FIFO batches of 10, as the event source delivers
-                rebuild_section(pipeline, section, section_marks[start : start + 10])
-        rebuild_index(pipeline)
-        ops[-1].cpu_s = time.process_time() - started
-        return ops[-1]
 
-    one = changes(1, random.Random(1))
-    many = changes(1000, random.Random(2))
-    return {"pages": done.pages, "full": full.as_dict(), "files": full.files, "one": one.as_dict(),
-            "thousand": many.as_dict()}  # fmt: skip
+def _legacy(data: dict[str, Any]) -> dict[str, Any]:
+    """The keys ``bench/full_build.py`` reads, until it renders :func:`bench.report.section` instead."""
+
+    def ops(used: dict[str, Any], bill: dict[str, float] | None) -> dict[str, Any]:
+        return {"reads": used["items_read"], "writes": round(used["wru"]), "s3_puts": used["s3"].get("PUT", 0),
+                "s3_bytes": used["bytes_up"], "s3_heads": used["s3"].get("GET", 0), "sqs": used["sqs"],
+                "cdn_paths": 0, "cpu_s": used["cpu_s"], "usd_per_million": bill}  # fmt: skip
+
+    by = {s["label"]: s for s in data["scenarios"]}
+    return {"one": ops(total(by[ONE.label]), per_million(data, by[COST[0].label])),
+            "thousand": ops(total(by[SPREAD.label]), per_million(data, by[COST[1].label])),
+            "full": ops(data["import"], None)}  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] != ["--doc-only"]:
+        logging.getLogger("sitemap-updater").setLevel(logging.CRITICAL)
+        with contextlib.redirect_stdout(io.StringIO()):  # the handlers' EMF metrics
+            data = run(int(argv[0]) if argv else 1_000_000)
+        LAST.parent.mkdir(parents=True, exist_ok=True)
+        LAST.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    data = json.loads(LAST.read_text(encoding="utf-8"))
+    if DOC.exists():
+        text = DOC.read_text(encoding="utf-8")
+        start = text.index(HEADING)
+        end = text.find("\n## ", start + len(HEADING))
+        rest = text[end + 1 :] if end >= 0 else ""
+        DOC.write_text(text[:start] + "\n".join(section(data)) + "\n" + rest, encoding="utf-8")
+    print(json.dumps(data))
+    return 0
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)))
+    sys.exit(main(sys.argv[1:]))

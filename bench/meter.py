@@ -1,0 +1,374 @@
+"""What the real service code asks of AWS, counted on the simulation's in-memory AWS (``tests/sim``).
+
+Every call the adapters would make is wrapped: DynamoDB (the ``FakeStore`` methods that stand for one call each,
+and the client-level transaction and batch calls), S3 (the fake client) and SQS (every message a queue accepts).
+Each call is charged as AWS bills it, from the real items' sizes (the adapter's own item builders):
+
+- reads: 4 KB units per item (GetItem, BatchGetItem, each item rounded up on its own, a missing item 1 unit) or
+  per response page of a Query (the sum of the items' sizes, rounded up once per 1 MB page); strongly consistent
+  reads count 1, eventually consistent (the GSI) 0.5;
+- writes: 1 KB units of the larger of the item before and after, twice in a TransactWriteItems; a write that
+  puts a page state into the sparse ``pending`` index (KEYS_ONLY) or takes it out costs one more unit there;
+- S3 requests by class and bytes uploaded; SQS requests in 64 KB chunks, standard or FIFO.
+
+Time spent inside the fakes and in this accounting is not the service's: it is taken out of the measured CPU and
+replaced by a stated latency per call (``bench/cost.py``)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from bench.cost import LATENCY_S
+from sitemap_updater.adapters.manifest import ManifestStore, PageFields, PageRecord, PageWrite, _file_item
+from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.records import encode_state
+from sitemap_updater.core.reduce import PageState
+from tests.sim.dynamo import FakeDynamoClient, item_size
+from tests.sim.fakes import FakeS3, FakeStore, SimQueueState
+
+KB, READ_UNIT, PAGE = 1024, 4096, 1024 * 1024
+SQS_CHUNK = 64 * 1024
+_PAGE_FIELDS = [f.name for f in fields(PageFields)]
+Charge = Callable[["Usage", Any], None]
+
+
+@dataclass
+class Usage:
+    """What the invocations of one function (or the import) consumed."""
+
+    invocations: int = 0
+    billed_ms: int = 0  # Lambda duration, each invocation rounded up to 1 ms
+    cpu_s: float = 0.0  # the service's own CPU, measured here
+    wait_s: float = 0.0  # stated latency of its AWS calls
+    calls: Counter[str] = field(default_factory=Counter)
+    rru: float = 0.0
+    wru: float = 0.0  # including the second unit of transactional writes
+    gsi_wru: float = 0.0
+    items_read: int = 0
+    s3: Counter[str] = field(default_factory=Counter)  # PUT, GET (HEAD is billed as one), LIST, DELETE
+    bytes_up: int = 0
+    sqs: Counter[str] = field(default_factory=Counter)  # "standard" / "fifo" send requests (64 KB chunks)
+    http: int = 0  # requests to search engines
+
+    def add(self, other: Usage) -> None:
+        for name in ("invocations", "billed_ms", "cpu_s", "wait_s", "rru", "wru", "gsi_wru", "items_read"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.bytes_up += other.bytes_up
+        self.http += other.http
+        self.calls.update(other.calls)
+        self.s3.update(other.s3)
+        self.sqs.update(other.sqs)
+
+
+def _units(size: int, unit: int) -> int:
+    return max(1, math.ceil(size / unit))
+
+
+def _utf8(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def manifest_item_size(section: str, key: int, url: str, record_len: int) -> int:
+    """A manifest entry item: ``pk`` sec#<section>, ``sk`` <key>#<url>, ``record`` the encoded state."""
+    return 2 + 4 + _utf8(section) + 2 + 17 + _utf8(url) + 6 + record_len
+
+
+def _query_units(sizes: list[int], consistent: bool = True) -> tuple[float, int]:
+    """Read units and response pages of a Query returning items of ``sizes``."""
+    units, pages, page = 0.0, 1, 0
+    for size in sizes:
+        if page + size > PAGE:
+            units += math.ceil(page / READ_UNIT)
+            pages, page = pages + 1, 0
+        page += size
+    units += max(1, math.ceil(page / READ_UNIT))
+    return units * (1 if consistent else 0.5), pages
+
+
+class Meter:
+    """Wraps a :class:`tests.sim.world.Simulation`'s AWS; ``usage[function]`` accumulates what each used."""
+
+    def __init__(self, sim: Any) -> None:
+        self.sim = sim
+        self.store: FakeStore = sim.store
+        self.usage: dict[str, Usage] = {}
+        self.function = "setup"
+        self._depth = 0
+        self._excluded = 0.0  # CPU seconds inside the fakes and the accounting, during the current invocation
+        self.puts: list[tuple[str, int]] = []  # sitemap files and index put (name, bytes), until taken
+        self._check_coverage()
+        self._wrap_store()
+        self._wrap_client()
+        self._wrap_s3()
+        for state in sim.queues.values():
+            self._wrap_queue(state)
+
+    @property
+    def now(self) -> Usage:
+        return self.usage.setdefault(self.function, Usage())
+
+    # --- invocations ---------------------------------------------------------------------------------
+    def invoke(self, function: str, call: Callable[[], Any], cpu_scale: float) -> tuple[Any, float]:
+        """Run one invocation of ``function``; returns its result and its billed seconds (CPU times
+        ``cpu_scale``, the share of a core its memory setting buys, plus the stated latency of its calls)."""
+        self.function = function
+        usage = self.now
+        wait, self._excluded = usage.wait_s, 0.0
+        started = time.process_time()
+        result = call()
+        cpu = max(0.0, time.process_time() - started - self._excluded)
+        billed = math.ceil((cpu * cpu_scale + usage.wait_s - wait) * 1000)
+        usage.invocations += 1
+        usage.cpu_s += cpu
+        usage.billed_ms += billed
+        return result, billed / 1000
+
+    def take_puts(self, at: float) -> list[tuple[str, int, float]]:
+        """The sitemap files and index put since the last call, stamped with the virtual time ``at``."""
+        taken, self.puts = [(name, size, at) for name, size in self.puts], []
+        return taken
+
+    def charged(self, name: str, call: Callable[[], Any], prepare: Callable[[], Charge]) -> Any:
+        """One AWS call: note what it will be charged on (the state before it), run it, charge it; its CPU and
+        ours are kept out of the service's."""
+        if self._depth:
+            return call()
+        started = time.process_time()
+        self._depth += 1
+        try:
+            charge = prepare()
+            result = call()
+            usage = self.now
+            usage.calls[name] += 1
+            usage.wait_s += LATENCY_S[name]
+            charge(usage, result)
+            return result
+        finally:
+            self._depth -= 1
+            self._excluded += time.process_time() - started
+
+    # --- DynamoDB ------------------------------------------------------------------------------------
+    def _check_coverage(self) -> None:
+        """Every ManifestStore method the fake answers itself needs a rule here; the others reach the fake
+        client, whose calls are charged. A method added later fails the benchmark instead of costing nothing."""
+        public = {n for n, v in inspect.getmembers(ManifestStore, inspect.isfunction) if not n.startswith("_")}
+        faked = {n for n in public if n in vars(FakeStore)}
+        unknown = faked - set(self._rules())
+        if unknown:
+            raise RuntimeError(f"bench/meter.py has no cost rule for FakeStore.{sorted(unknown)}")
+
+    def _page_size(self, page: PageRecord | None) -> int:
+        if page is None:
+            return 0
+        write = PageWrite(**{name: getattr(page, name) for name in _PAGE_FIELDS}, record=b"")
+        return item_size(self.store._page_item(write, page.pending))
+
+    def _read(self, usage: Usage, sizes: list[int | None], consistent: bool = True) -> None:
+        """GetItem / BatchGetItem: each item rounded up to 4 KB on its own (a missing item still 1 unit)."""
+        usage.rru += sum(_units(s or 0, READ_UNIT) for s in sizes) * (1 if consistent else 0.5)
+        usage.items_read += sum(1 for s in sizes if s)
+
+    def _query(self, usage: Usage, sizes: list[int], consistent: bool = True) -> None:
+        units, pages = _query_units(sizes, consistent)
+        usage.rru += units
+        usage.items_read += len(sizes)
+        usage.calls["Query"] += pages - 1
+
+    @staticmethod
+    def _write(usage: Usage, before: int, after: int, factor: int = 1) -> None:
+        usage.wru += _units(max(before, after), KB) * factor
+
+    def _states_sizes(self, section: str, states: list[PageState]) -> list[int]:
+        return [manifest_item_size(section, s.key, s.url, len(encode_state(s))) for s in states]
+
+    def _file_size(self, published: PublishedFile | None) -> int:
+        return 0 if published is None else item_size(_file_item(published))
+
+    def _rules(self) -> dict[str, tuple[str, Callable[..., Charge]]]:
+        """For each FakeStore method: the DynamoDB operation it stands for, and, given the call's arguments and
+        the table before it, how to charge it."""
+        pages, files = self.store.pages, self.store.file_records
+
+        def page_change(url: str) -> Charge:
+            old = pages.get(url)
+
+            def charge(u: Usage, _r: Any) -> None:
+                self._write(u, self._page_size(old), self._page_size(pages.get(url)))
+                self._gsi(u, old, pages.get(url))
+
+            return charge
+
+        def pending_pages() -> Charge:
+            def charge(u: Usage, found: list[PageRecord]) -> None:
+                self._query(u, [40 + _utf8(p.url) for p in found], consistent=False)  # keys only
+                self._read(u, [self._page_size(p) for p in found])  # then each page state, strongly
+                u.calls["GetItem"] += len(found)
+
+            return charge
+
+        def import_pages(writes: list[PageWrite]) -> Charge:
+            def charge(u: Usage, _r: Any) -> None:
+                for w in writes:
+                    self._write(u, 0, self._page_size(pages.get(w.url)))
+                    self._write(u, 0, manifest_item_size(w.section, w.key, w.url, len(w.record)))
+                sections = len({w.section for w in writes})
+                u.calls["BatchWriteItem"] += math.ceil(2 * len(writes) / 25) - 1
+                u.calls["UpdateItem"] += sections
+                u.wru += sections
+
+            return charge
+
+        def entries_for(section: str, wanted: list[tuple[int, str]]) -> Charge:
+            def charge(u: Usage, states: list[PageState]) -> None:
+                sizes: list[int | None] = list(self._states_sizes(section, states))
+                self._read(u, sizes + [None] * (len(wanted) - len(states)))
+                u.calls["BatchGetItem"] += math.ceil(len(wanted) / 100) - 1
+
+            return charge
+
+        def file_change(published: PublishedFile, *_: Any) -> Charge:
+            key = (published.section, published.key_range.start)
+            old = files.get(key)
+            return lambda u, _r: self._write(u, self._file_size(old), self._file_size(files.get(key)))
+
+        def small_read(*_: Any) -> Charge:
+            return lambda u, _r: self._read(u, [60])
+
+        def small_write(*_: Any) -> Charge:
+            return lambda u, _r: self._write(u, 0, 60)
+
+        return {
+            "get_page": ("GetItem", lambda url: lambda u, page: self._read(u, [self._page_size(page)])),
+            "record_rank": ("PutItem", lambda write, *_: page_change(write.url)),
+            "clear_pending": ("UpdateItem", lambda url, *_: page_change(url)),
+            "pending_pages": ("Query", pending_pages),
+            "import_pages": ("BatchWriteItem", import_pages),
+            "section_seq": ("GetItem", small_read),
+            "entries": ("Query", lambda sec, *_: lambda u, found: self._query(u, self._states_sizes(sec, found))),
+            "entries_for": ("BatchGetItem", entries_for),
+            "files": ("Query", lambda *_: lambda u, found: self._query(u, [self._file_size(f) for f in found])),
+            "put_file": ("PutItem", file_change),
+            "move_file_state": ("UpdateItem", file_change),
+            "mark_unsettled": ("UpdateItem", file_change),
+            "clear_pending_index": ("UpdateItem", file_change),
+            "delete_file": ("DeleteItem", file_change),
+            "next_rebuild": ("UpdateItem", small_write),
+            "next_index_generation": ("UpdateItem", small_write),
+            "index_sha": ("GetItem", small_read),
+            "put_index_sha": ("PutItem", small_write),
+        }
+
+    @staticmethod
+    def _gsi(usage: Usage, before: PageRecord | None, after: PageRecord | None) -> None:
+        """The sparse ``pending`` index (KEYS_ONLY): one unit to put a page state in, one to take it out."""
+        if bool(before and before.pending) != bool(after and after.pending):
+            usage.gsi_wru += 1
+
+    def _wrap_store(self) -> None:
+        for name, (operation, rule) in self._rules().items():
+            original = getattr(self.store, name)
+
+            def wrapped(*args: Any, _o: Any = original, _op: str = operation, _r: Any = rule, **kw: Any) -> Any:
+                return self.charged(_op, lambda: _o(*args, **kw), lambda: _r(*args, **kw))
+
+            setattr(self.store, name, wrapped)
+
+    def _existing(self, key: dict[str, Any]) -> int:
+        """The size of the item under ``key`` now (0 when there is none)."""
+        prefix, _, name = key["pk"]["S"].partition("#")
+        if prefix == "page":
+            return self._page_size(self.store.pages.get(name))
+        if prefix == "sec":
+            record = self.store.manifest.get(name, {}).get(key["sk"]["S"])
+            return 0 if record is None else item_size({"pk": key["pk"], "sk": key["sk"], "record": {"B": record}})
+        return 60
+
+    def _wrap_client(self) -> None:
+        client: FakeDynamoClient = self.store._client  # type: ignore[assignment]
+        pages = self.store.pages
+        transact, batch_write, batch_get = client.transact_write_items, client.batch_write_item, client.batch_get_item
+
+        def do_transact(TransactItems: list[dict[str, Any]]) -> Any:  # noqa: N803 - boto3's name
+            def prepare() -> Charge:
+                specs = [(kind, spec.get("Item") or spec["Key"]) for a in TransactItems for kind, spec in a.items()]
+                old = [self._existing(key) for _, key in specs]
+                urls = [key["pk"]["S"][5:] for _, key in specs if key["pk"]["S"].startswith("page#")]
+                before = {url: pages.get(url) for url in urls}
+
+                def charge(u: Usage, _r: Any) -> None:
+                    for (kind, item), size in zip(specs, old, strict=True):
+                        self._write(u, size, item_size(item) if kind == "Put" else 0, factor=2)
+                    for url, page in before.items():
+                        self._gsi(u, page, pages.get(url))
+
+                return charge
+
+            return self.charged("TransactWriteItems", lambda: transact(TransactItems=TransactItems), prepare)
+
+        def do_batch_write(RequestItems: dict[str, Any]) -> Any:  # noqa: N803
+            (requests,) = RequestItems.values()
+
+            def charge(u: Usage, _r: Any) -> None:
+                for request in requests:
+                    self._write(u, 0, item_size(request["PutRequest"]["Item"]))
+
+            return self.charged("BatchWriteItem", lambda: batch_write(RequestItems=RequestItems), lambda: charge)
+
+        def do_batch_get(RequestItems: dict[str, Any]) -> Any:  # noqa: N803
+            (request,) = RequestItems.values()
+
+            def charge(u: Usage, response: dict[str, Any]) -> None:
+                (found,) = response["Responses"].values()
+                sizes: list[int | None] = [item_size(i) for i in found]
+                missing: list[int | None] = [None] * (len(request["Keys"]) - len(found))
+                self._read(u, sizes + missing, bool(request.get("ConsistentRead", False)))
+
+            return self.charged("BatchGetItem", lambda: batch_get(RequestItems=RequestItems), lambda: charge)
+
+        client.transact_write_items = do_transact  # type: ignore[method-assign]
+        client.batch_write_item = do_batch_write  # type: ignore[method-assign]
+        client.batch_get_item = do_batch_get  # type: ignore[method-assign]
+
+    # --- S3 and SQS ----------------------------------------------------------------------------------
+    def _wrap_s3(self) -> None:
+        s3: FakeS3 = self.sim.s3
+        s3.watch = lambda _name, _old, _new: None  # the simulation's crawler view parses every put: not needed here
+        rules: dict[str, tuple[str, str]] = {"head_object": ("s3:HEAD", "GET"), "get_object": ("s3:GET", "GET"),
+                                             "put_object": ("s3:PUT", "PUT"), "delete_object": ("s3:DELETE", "DELETE"),
+                                             "get_paginator": ("s3:LIST", "LIST")}  # fmt: skip
+        for method, (name, kind) in rules.items():
+            original = getattr(s3, method)
+
+            def wrapped(*args: Any, _o: Any = original, _n: str = name, _k: str = kind, **kw: Any) -> Any:
+                def charge(u: Usage, _r: Any) -> None:
+                    u.s3[_k] += 1
+                    body = kw.get("Body")
+                    if isinstance(body, bytes):
+                        u.bytes_up += len(body)
+                        u.wait_s += len(body) / LATENCY_S["s3:bytes/s"]
+                        if str(kw.get("Key", "")).startswith("sitemap"):
+                            self.puts.append((str(kw["Key"]), len(body)))
+
+                return self.charged(_n, lambda: _o(*args, **kw), lambda: charge)
+
+            setattr(s3, method, wrapped)
+
+    def _wrap_queue(self, state: SimQueueState) -> None:
+        add = state.add
+        kind = "fifo" if state.fifo else "standard"
+
+        def counted(body: str, attributes: dict[str, str], *args: Any, **kw: Any) -> None:
+            size = len(body.encode()) + sum(len(k) + len(v) for k, v in attributes.items())
+
+            def charge(u: Usage, _r: Any) -> None:
+                u.sqs[kind] += _units(size, SQS_CHUNK)
+
+            self.charged("sqs:SendMessage", lambda: add(body, attributes, *args, **kw), lambda: charge)
+
+        state.add = counted  # type: ignore[method-assign]

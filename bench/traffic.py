@@ -1,0 +1,261 @@
+"""Events through the real Lambda handlers in virtual time, batched as ``template.yaml`` configures it.
+
+- The CMS sends each event to the standard ingest queue (one SendMessage each).
+- The ingest event source gathers a batch from its first message for up to ``MaximumBatchingWindowInSeconds``
+  or until ``BatchSize`` messages; messages arriving within one receive round trip (``ROUND_TRIP_S``) share a
+  ReceiveMessage (at most 10), others need one each; deletes go 10 to a DeleteMessageBatch.
+- FIFO queues (rebuild, index, notify) are read by their event source as SQS delivers them: up to ``BatchSize``
+  visible messages a receive, never from a message group with a message in flight. A section's marks that
+  arrive while its rebuild runs therefore wait in its group and are coalesced into its next rebuild (up to 10
+  messages of up to 100 pages each): that is the coalescing window. Messages a function sends leave when the
+  invocation ends (its billed duration after it started), and the index queue's delay is the template's.
+- Each invocation's duration is what ``bench/meter.py`` bills: measured CPU scaled to the memory setting plus
+  the stated latency of its AWS calls.
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib
+import json
+import math
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.cost import cpu_scale
+from bench.meter import SQS_CHUNK, Meter, Usage
+from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.local.runner import LocalContext
+from sitemap_updater.local.stack import load_template
+from sitemap_updater.service.notify import Notifiers
+from sitemap_updater.service.runtime import use_pipeline
+from sitemap_updater.service.sweep import sweep, upkeep
+from tests.sim.fakes import Message, SimQueueState
+from tests.sim.world import ACCOUNT, TEMPLATE
+
+ROUND_TRIP_S = 0.02
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function of the template, with its event source."""
+
+    name: str
+    handler: Callable[[dict[str, Any], Any], Any]
+    memory_mb: int
+    queue: SimQueueState | None = None
+    batch: int = 1
+    window_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    label: str
+    rate: float  # events per second
+    events: int
+    section: str | None = None  # every change in this section (a republish); None: spread over the site
+    sustained: bool = True  # a steady rate (hourly jobs and idle polling are shared by its events)
+
+
+@dataclass
+class Traffic:
+    """What one scenario cost: usage per function (plus ``cms``), and what crawlers would fetch."""
+
+    scenario: Scenario
+    usage: dict[str, Usage]
+    virtual_s: float
+    puts: dict[str, list[float]] = field(default_factory=dict)  # published file -> when each put happened
+    put_bytes: int = 0
+    accepted: int = 0
+
+
+def functions(sim: Any) -> dict[str, Function]:
+    """The template's functions, their memory and their SQS event sources."""
+    template = load_template(TEMPLATE)
+    default_mb = int(template["Globals"]["Function"].get("MemorySize", 128))
+    found: dict[str, Function] = {}
+    for logical, spec in template["Resources"].items():
+        if spec["Type"] != "AWS::Serverless::Function":
+            continue
+        props = spec["Properties"]
+        module, _, attribute = props["Handler"].rpartition(".")
+        handler = getattr(importlib.import_module(module), attribute)
+        memory = int(props.get("MemorySize", default_mb))
+        sources = [e for e in props.get("Events", {}).values() if e["Type"] == "SQS"]
+        if not sources:
+            found[logical] = Function(logical, handler, memory)
+            continue
+        source = sources[0]["Properties"]
+        queue = sim.queues[source["Queue"]["Fn::GetAtt"][0]]
+        window = float(source.get("MaximumBatchingWindowInSeconds", 0))
+        found[logical] = Function(logical, handler, memory, queue, int(source.get("BatchSize", 10)), window)
+    return found
+
+
+class Http(HttpClient):
+    """Search engines that accept every request (its latency is stated, like AWS calls)."""
+
+    def __init__(self, meter: Meter) -> None:
+        super().__init__()
+        self._meter = meter
+
+    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
+        def counted(u: Usage, _r: Any) -> None:
+            u.http += 1
+
+        return self._meter.charged("http:POST", lambda: HttpResponse(200, {}, ""), lambda: counted)  # type: ignore[no-any-return]
+
+
+def _record(message_id: str, body: str, sent_s: float, arn: str, message: Message | None = None) -> dict[str, Any]:
+    attributes = {"ApproximateReceiveCount": "1", "SentTimestamp": str(int(sent_s * 1000)), "SenderId": ACCOUNT,
+                  "ApproximateFirstReceiveTimestamp": str(int(sent_s * 1000))}  # fmt: skip
+    if message is not None and message.group is not None:
+        attributes |= {"MessageGroupId": message.group, "MessageDeduplicationId": message.id,
+                       "SequenceNumber": str(message.number)}  # fmt: skip
+    return {"messageId": message_id, "receiptHandle": f"{message_id}#1", "body": body, "attributes": attributes,
+            "messageAttributes": {}, "md5OfBody": "0" * 32, "eventSource": "aws:sqs", "eventSourceARN": arn,
+            "awsRegion": "us-east-1"}  # fmt: skip
+
+
+def _chunks(size: int) -> int:
+    return max(1, math.ceil(size / SQS_CHUNK))
+
+
+class Driver:
+    """Runs scenarios on one simulated deployment (``tests.sim.world.Simulation``) wrapped by a ``Meter``."""
+
+    def __init__(self, sim: Any, meter: Meter) -> None:
+        self.sim, self.meter = sim, meter
+        self.functions = functions(sim)
+        self.ingest = next(f for f in self.functions.values() if f.queue is not None and not f.queue.fifo)
+        self.fifo = [f for f in self.functions.values() if f.queue is not None and f.queue.fifo]
+        self.rng = random.Random(7)
+        use_pipeline(sim.pipeline, Notifiers(Http(meter), None, sleep=lambda _s: None, monotonic=lambda: 0.0))
+
+    def memory(self) -> dict[str, int]:
+        return {name: f.memory_mb for name, f in self.functions.items()}
+
+    def polled(self) -> dict[str, str]:
+        """The queues event sources poll: name -> standard/fifo."""
+        return {f.queue.name: "fifo" if f.queue.fifo else "standard" for f in self.functions.values() if f.queue}
+
+    def _invoke(self, function: Function, event: dict[str, Any], at: float) -> float:
+        """One invocation at virtual time ``at``; returns when it ends. What it sends leaves then."""
+        self.sim.clock.now = at
+        queues = list(self.sim.queues.values())
+        before = [q.counter for q in queues]
+        context = LocalContext(function.name, memory_limit_in_mb=function.memory_mb)
+        result, seconds = self.meter.invoke(
+            function.name, lambda: function.handler(event, context), cpu_scale(function.memory_mb)
+        )
+        if isinstance(result, dict) and result.get("batchItemFailures"):
+            raise RuntimeError(f"{function.name} failed: {result}")
+        for queue, counter in zip(queues, before, strict=True):
+            for message in (m for m in queue.messages if m.number > counter):
+                message.available_at += seconds
+                message.sent_at += seconds
+        return at + seconds
+
+    def hourly(self) -> dict[str, Usage]:
+        """One run of each scheduled function (the sweep finds nothing pending after a drained scenario)."""
+        self.meter.usage = {}
+        for name, job in (("SweepFunction", lambda: sweep(self.sim.pipeline, None)),
+                          ("UpkeepFunction", lambda: upkeep(self.sim.pipeline))):  # fmt: skip
+            memory = self.functions[name].memory_mb if name in self.functions else 512
+            self.meter.invoke(name, job, cpu_scale(memory))
+        return self.meter.usage
+
+    def run(self, scenario: Scenario, bodies: list[str]) -> Traffic:
+        """Send ``bodies`` at the scenario's rate and run every function until all queues are empty."""
+        self.meter.usage = {}
+        self.meter.puts = []
+        start = self.sim.clock.now + 3600.0  # past every deduplication interval and delay of earlier traffic
+        arrivals = [start + i / scenario.rate for i in range(len(bodies))]
+        cms = self.meter.usage.setdefault("cms", Usage())
+        cms.sqs["standard"] += sum(_chunks(len(body.encode())) for body in bodies)
+        batches = self._batches(arrivals)
+        arn = f"arn:aws:sqs:us-east-1:{ACCOUNT}:{self.ingest.queue.name if self.ingest.queue else ''}"
+        running: list[tuple[float, int, str, list[Message]]] = []
+        puts: dict[str, list[float]] = {}
+        put_bytes, now, done, serial = 0, start, 0, 0
+        while True:
+            while running and running[0][0] <= now:
+                end, _, name, messages = heapq.heappop(running)
+                queue = self.functions[name].queue
+                assert queue is not None
+                for message in messages:
+                    queue.settle(message, True, end)
+            while done < len(batches) and batches[done][0] <= now:
+                close, first, last = batches[done]
+                records = [_record(f"event-{i}", bodies[i], arrivals[i], arn) for i in range(first, last)]
+                self._ingest_receives(arrivals[first:last], bodies[first:last])
+                self._invoke(self.ingest, {"Records": records}, close)
+                done += 1
+            for function in self.fifo:
+                assert function.queue is not None
+                while messages := function.queue.receive(function.batch, now, self.rng):
+                    arn = f"arn:aws:sqs:us-east-1:{ACCOUNT}:{function.queue.name}"
+                    records = [_record(m.id, m.body, m.sent_at, arn, m) for m in messages]
+                    size = sum(len(m.body.encode()) for m in messages)
+                    usage = self.meter.usage.setdefault(function.name, Usage())
+                    usage.sqs["fifo"] += _chunks(size) + math.ceil(len(messages) / 10)  # receive, delete batch
+                    end = self._invoke(function, {"Records": records}, now)
+                    serial += 1
+                    heapq.heappush(running, (end, serial, function.name, messages))
+            for name, size, at in self.meter.take_puts(now):
+                puts.setdefault(name, []).append(at)
+                put_bytes += size
+            upcoming = [f.queue.next_available(now) for f in self.fifo if f.queue]
+            upcoming += [running[0][0]] if running else []
+            upcoming += [batches[done][0]] if done < len(batches) else []
+            upcoming = [t for t in upcoming if t is not None]
+            if not upcoming:
+                break
+            now = max(now, min(t for t in upcoming if t is not None))
+        self.sim.clock.now = now
+        return Traffic(scenario, self.meter.usage, now - start, puts, put_bytes)
+
+    def _batches(self, arrivals: list[float]) -> list[tuple[float, int, int]]:
+        """(when the batch is handed to the function, first event, end) as the batching window gathers them."""
+        ingest, found, first = self.ingest, [], 0
+        while first < len(arrivals):
+            last = first
+            while (last < len(arrivals) and last - first < ingest.batch
+                   and arrivals[last] < arrivals[first] + ingest.window_s):  # fmt: skip
+                last += 1
+            last = max(last, first + 1)
+            close = arrivals[last - 1] if last - first == ingest.batch else arrivals[first] + ingest.window_s
+            found.append((close, first, last))
+            first = last
+        return found
+
+    def _ingest_receives(self, arrivals: list[float], bodies: list[str]) -> None:
+        """The ingest event source's ReceiveMessage and DeleteMessageBatch requests for one batch."""
+        usage = self.meter.usage.setdefault(self.ingest.name, Usage())
+        receives, group, size = 0, 0, 0
+        for i, (at, body) in enumerate(zip(arrivals, bodies, strict=True)):
+            if group == 10 or (i and at - arrivals[i - 1] > ROUND_TRIP_S):
+                receives += _chunks(size)
+                group, size = 0, 0
+            group += 1
+            size += len(body.encode())
+        receives += _chunks(size)
+        usage.sqs["standard"] += receives + math.ceil(len(bodies) / 10)
+
+
+def changed_bodies(lines: list[str], picks: list[int], version: int) -> list[str]:
+    """Events that change the picked pages (a newer version with a new lastmod)."""
+    out = []
+    for i in picks:
+        body = json.loads(lines[i])
+        body.update(version=version, lastmod=f"2026-11-{version:02d}", occurred_at=f"2026-11-{version:02d}T10:00:00Z")
+        out.append(json.dumps(body, ensure_ascii=False))
+    return out
+
+
+def count_puts(puts: dict[str, list[float]]) -> Counter[int]:
+    """How many files were put how many times."""
+    return Counter(len(times) for times in puts.values())
