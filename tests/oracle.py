@@ -6,10 +6,11 @@ them) it gives the winning event per URL, the set of URLs that must be listed, e
 URL's ``<url>`` element exactly as a file must show it. Its own rules:
 
 - Ranking: the newest event by (version, occurred_at), a missing version before any version; on a tie a
-  delete wins, then the upsert whose element (with its news) has the larger SHA-256.
+  delete wins, then the upsert whose element (with its news) has the larger SHA-256, then the larger section
+  name (by code point), so that of two tied events the same one wins whatever their order.
 - Listed: a URL whose winner is an upsert. Section: the event's, else the first path segment when another
   segment follows it, else ``root``.
-- Lastmod: the event's, else the stored one when only that differs (``recorded``), else ``occurred_at``.
+- Lastmod: the winner's, else the winner's ``occurred_at``: the winning event alone decides what is shown.
   W3C text: a date as given; a date-time in UTC, whole seconds, ``+00:00``.
 - Element order: loc, lastmod, changefreq, priority, then image:image (loc, caption, title; a repeated image
   URL once), video:video (sitemap-video.xsd order), xhtml:link (sorted by hreflang and href, duplicates once),
@@ -178,18 +179,19 @@ def news_fresh(body: Mapping[str, Any], as_of_us: int) -> bool:
     return micros(str(news["publication_date"])) >= as_of_us - NEWS_WINDOW // timedelta(microseconds=1)
 
 
-def rank(body: Mapping[str, Any]) -> tuple[int, int, int, str]:
-    """(version, occurred_at µs, 1 for a delete, SHA-256 of the element with its news)."""
+def rank(body: Mapping[str, Any]) -> tuple[int, int, int, str, str]:
+    """(version, occurred_at µs, 1 for a delete, SHA-256 of the element with its news, section)."""
     version = -1 if body.get("version") is None else int(body["version"])
     if is_delete(body):
-        return (version, micros(str(body["occurred_at"])), 1, "")
+        return (version, micros(str(body["occurred_at"])), 1, "", section_of(body))
     main, news = element_parts(body)
-    return (version, micros(str(body["occurred_at"])), 0, hashlib.sha256((main + news).encode()).hexdigest())
+    digest = hashlib.sha256((main + news).encode()).hexdigest()
+    return (version, micros(str(body["occurred_at"])), 0, digest, section_of(body))
 
 
 def winners(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     """The winning event of each URL, whatever the order of ``bodies``."""
-    best: dict[str, tuple[tuple[int, int, int, str], Mapping[str, Any]]] = {}
+    best: dict[str, tuple[tuple[int, int, int, str, str], Mapping[str, Any]]] = {}
     for body in bodies:
         key = rank(body)
         url = str(body["url"])
@@ -220,26 +222,16 @@ def expected_elements(
 ) -> dict[str, str]:
     """URL -> its complete ``<url>...</url>`` element as a file must show it ``as_of_us``.
 
-    ``recorded``: the lastmod stored for a URL at the end. It is used for a winner without ``lastmod`` when it is
-    the lastmod of one of that URL's events (an upsert whose element did not otherwise change keeps the stored
-    lastmod, which depends on arrival order); any other value is reported in ``violations``."""
-    bodies = list(bodies)
-    possible: dict[str, set[str]] = {}
-    for body in bodies:
-        if not is_delete(body):
-            given = body.get("lastmod")
-            possible.setdefault(str(body["url"]), set()).add(w3c(str(given if given else body["occurred_at"])))
+    ``recorded``: the lastmod stored for a URL at the end, when known; one that is not the winner's is reported
+    in ``violations``."""
     shown: dict[str, str] = {}
     for url, body in winners(bodies).items():
         if is_delete(body):
             continue
-        lastmod = None
-        if body.get("lastmod") is None and recorded is not None and url in recorded:
-            if recorded[url] in possible.get(url, set()):
-                lastmod = recorded[url]
-            elif violations is not None:
-                violations.append(f"{url}: lastmod {recorded[url]} comes from none of its events")
-        main, news = element_parts(body, lastmod)
+        main, news = element_parts(body)
+        lastmod = main.split("<lastmod>", 1)[1].split("</lastmod>", 1)[0]
+        if recorded is not None and url in recorded and recorded[url] != lastmod and violations is not None:
+            violations.append(f"{url}: lastmod {recorded[url]} is recorded, but its newest event gives {lastmod}")
         shown[url] = main + (news if news_fresh(body, as_of_us) else "") + "</url>"
     return shown
 

@@ -1,12 +1,13 @@
 """The DynamoDB calls the simulation fakes at the client level, so the real ``ManifestStore`` code runs on them:
 ``TransactWriteItems`` (conditions, cancellation reasons), and the batch calls (partial results). Every write
-passes DynamoDB's size limits: partition key 2,048 bytes, sort key 1,024 bytes, item 400 KB."""
+passes DynamoDB's size limits: partition key 2,048 bytes, sort key 1,024 bytes, item 400 KB. A page whose URL
+is in ``FakeStore.refused_urls`` is refused on every write (a fault that persists)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sitemap_updater.adapters.manifest import SentRecord, page_record
+from sitemap_updater.adapters.manifest import SentRecord, page_pk, page_record
 from tests.sim.faults import aws_error
 
 if TYPE_CHECKING:
@@ -38,7 +39,10 @@ def check_key(key: dict[str, Any], operation: str) -> None:
     if len(key["pk"]["S"].encode()) > MAX_PARTITION_KEY:
         message = "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of 2048 bytes"  # noqa: E501
         raise aws_error("ValidationException", operation, 400, message)
-    if len(key["sk"]["S"].encode()) > MAX_SORT_KEY:
+    # An item in the sparse "pending" index has its pk as that index's sort key.
+    if len(key["sk"]["S"].encode()) > MAX_SORT_KEY or (
+        "pending_pk" in key and len(key["pk"]["S"].encode()) > MAX_SORT_KEY
+    ):
         message = "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes"  # noqa: E501
         raise aws_error("ValidationException", operation, 400, message)
 
@@ -64,6 +68,11 @@ class FakeDynamoClient:
         for action in actions:
             ((kind, spec),) = action.items()
             check_key(spec.get("Item") or spec["Key"], "TransactWriteItems")
+            if kind == "Put" and spec["Item"]["pk"]["S"].startswith("page#"):
+                assert spec["Item"]["pk"]["S"] == page_pk(spec["Item"]["url"]["S"]), "a page state under another key"
+            if kind == "Put" and spec["Item"].get("url", {}).get("S") in store.refused_urls:
+                message = "One or more parameter values were invalid: refused by the simulation"
+                raise aws_error("ValidationException", "TransactWriteItems", 400, message)
             if kind == "Put" and item_size(spec["Item"]) > MAX_ITEM:
                 reasons.append(
                     {"Code": "ValidationError", "Message": "Item size has exceeded the maximum allowed size"}
@@ -82,7 +91,8 @@ class FakeDynamoClient:
             pk = (spec.get("Item") or spec["Key"])["pk"]["S"]
             prefix, _, name = pk.partition("#")
             if kind == "Put" and prefix == "page":
-                store.pages[name] = page_record(name, spec["Item"])
+                url = spec["Item"]["url"]["S"]
+                store.pages[url] = page_record(url, spec["Item"])
             elif kind == "Put" and prefix == "sec":
                 store.manifest.setdefault(name, {})[spec["Item"]["sk"]["S"]] = spec["Item"]["record"]["B"]
             elif kind == "Delete" and prefix == "sec":
@@ -94,7 +104,7 @@ class FakeDynamoClient:
         return {}
 
     def _holds(self, spec: dict[str, Any]) -> bool:
-        page = self._store.pages.get(spec["Item"]["pk"]["S"].removeprefix("page#"))
+        page = self._store.pages.get(spec["Item"]["url"]["S"])
         if spec["ConditionExpression"] == "attribute_not_exists(pk)":
             return page is None
         assert spec["ConditionExpression"] == "#rank = :expected"
@@ -108,9 +118,8 @@ class FakeDynamoClient:
             left = self._store._sched.faults.unprocessed(self._store._sched.faults_on(), len(requests))
             for request in requests[: len(requests) - left]:
                 item = request["PutRequest"]["Item"]
-                url = item["pk"]["S"].removeprefix("sent#")
                 sent = SentRecord(int(item["quiet_until"]["N"]), item["digest"]["S"])
-                self._store.sent[(url, item["sk"]["S"])] = (int(item["expires_at"]["N"]), sent)
+                self._store.sent[(item["pk"]["S"], item["sk"]["S"])] = (int(item["expires_at"]["N"]), sent)
             return {"UnprocessedItems": {table: requests[len(requests) - left :]} if left else {}}
 
         return dict(self._store._call("batch_write_item", write))
@@ -123,7 +132,7 @@ class FakeDynamoClient:
             items = []
             for key in keys[: len(keys) - left]:
                 check_key(key, "BatchGetItem")
-                found = self._store.sent.get((key["pk"]["S"].removeprefix("sent#"), key["sk"]["S"]))
+                found = self._store.sent.get((key["pk"]["S"], key["sk"]["S"]))
                 if found is not None:
                     expires, sent = found
                     numbers = {"expires_at": {"N": str(expires)}, "quiet_until": {"N": str(sent.quiet_until_s)}}

@@ -1,7 +1,8 @@
-"""The page events of one simulated sequence: upserts and deletes over a few URLs in three sections, with section
-moves, deletes naming a section, upserts without ``lastmod``, news that ages out during the sequence, images,
-videos and alternates, rank ties, duplicated and delayed deliveries, malformed events, and sometimes an event
-that fails on every receive (a persistent fault)."""
+"""The page events of one simulated sequence: upserts and deletes over a few URLs in three sections (some URLs
+of the longest length the contract allows, sharing a long prefix), with section moves, deletes naming a section,
+upserts without ``lastmod``, news that ages out during the sequence, images, videos and alternates, rank ties
+(between contents and between sections), duplicated and delayed deliveries, malformed events, and sometimes an
+event that fails on every receive (a persistent fault)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ MALFORMED = [
     json.dumps(event(f"{BASE}/blog/p1", priority=2)),
     "not json at all",
 ]
-# Its manifest sort key (16 hex digits, '#', the URL) is over DynamoDB's 1,024 bytes: refused on every receive.
-TOO_LONG_URL = f"{BASE}/blog/{'a-very-long-slug-' * 64}"
+# The fake DynamoDB refuses every write of this page (tests/sim/dynamo.py): a fault that persists.
+REFUSED_URL = f"{BASE}/blog/refused-by-dynamodb"
+# URLs of 2,047 characters, the longest the contract allows, that differ only at their end: their keys in
+# DynamoDB are bounded and still one per URL.
+LONG_URLS = tuple(f"{BASE}/docs/{'long-' * 420}"[:2046] + tail for tail in "ab")
 _AS_OF = datetime.fromtimestamp(AS_OF_US / 1_000_000, UTC)
 
 
@@ -39,14 +43,12 @@ def _moment(at: datetime) -> str:
 
 def _upsert(rng: random.Random, url: str, version: int, slug: str) -> dict[str, Any]:
     body = event(url, version=version)
-    if rng.random() < 0.15:  # no lastmod: the page keeps its lastmod if nothing else changed
-        body["occurred_at"] = _moment(_AS_OF - timedelta(seconds=rng.randint(3600, 86_400)))
+    if rng.random() < 0.15:  # no lastmod: the page shows its occurred_at (one of a few, so that some tie)
+        body["occurred_at"] = _moment(_AS_OF - timedelta(hours=rng.randint(1, 3)))
     else:
         body["lastmod"] = f"2026-11-{rng.randint(1, 20):02d}"
-    if rng.random() < 0.2:  # moves the page to a section other than its path's (or names its own); at a moment
-        # of its own, because two events with the same order and content tie whatever their sections
+    if rng.random() < 0.2:  # moves the page to a section other than its path's (or names its own)
         body["section"] = rng.choice(SECTIONS)
-        body["occurred_at"] = _moment(_AS_OF - timedelta(seconds=rng.randint(3600, 86_400)))
     if rng.random() < 0.15:
         body["images"] = [{"loc": f"https://cdn.example.com/img/{slug}-{i}.jpg"} for i in range(rng.randint(1, 3))]
     if rng.random() < 0.08:
@@ -66,24 +68,26 @@ def generate(rng: random.Random, urls: int, count: int, span_s: float, failing_r
     """``count`` events over ``urls`` URLs, sent at random times within ``span_s`` seconds; with probability
     ``failing_rate`` one more that fails on every receive."""
     pages = [f"{BASE}/{rng.choice(SECTIONS)}/p{i}" for i in range(urls)]
+    if rng.random() < 0.3:
+        pages[: len(LONG_URLS)] = LONG_URLS
     bodies: list[dict[str, Any]] = []
     for _ in range(count):
         url, version = rng.choice(pages), rng.randint(0, 6)
         if rng.random() < 0.25:
             body = event(url, type="delete", version=version, occurred_at="2026-11-18T00:00:00Z")
-            if rng.random() < 0.3:  # names the section it is deleted from; at a moment of its own, because two
-                # deletes with the same order tie on everything but the section (see docs/reliability.md)
+            if rng.random() < 0.3:  # names the section it is deleted from: deletes of one order tie but for it
                 body["section"] = rng.choice(SECTIONS)
-                body["occurred_at"] = _moment(_AS_OF - timedelta(days=3, seconds=rng.randint(0, 86_400)))
             bodies.append(body)
             continue
-        body = _upsert(rng, url, version, url.rsplit("/", 1)[1])
+        body = _upsert(rng, url, version, url.rsplit("/", 1)[1][-12:])
         bodies.append(body)
-        if "lastmod" in body and rng.random() < 0.1:  # a rank tie: same version and moment, other content
+        if rng.random() < 0.1:  # a rank tie: same version and moment, other content
             bodies.append({**body, "priority": round(rng.uniform(0.1, 0.9), 1)})
+        if rng.random() < 0.05:  # a rank tie: same version, moment and content, another section
+            bodies.append({**body, "section": rng.choice(SECTIONS)})
     failing: list[dict[str, Any]] = []
     if rng.random() < failing_rate:
-        failing.append(event(TOO_LONG_URL, version=1, lastmod="2026-11-10"))
+        failing.append(event(REFUSED_URL, version=1, lastmod="2026-11-10"))
     valid = bodies + failing
     raw = [json.dumps(b) for b in valid + rng.sample(valid, len(valid) // 5)]  # duplicated deliveries
     malformed = rng.sample(MALFORMED, 2)

@@ -19,13 +19,20 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from sitemap_updater.adapters.http import HttpClient, HttpResponse
-from sitemap_updater.adapters.manifest import ManifestStore, PageRecord, PageWrite, SentRecord, entry_sort_key
+from sitemap_updater.adapters.manifest import (
+    ManifestStore,
+    PageRecord,
+    PageWrite,
+    SentRecord,
+    entry_sort_key,
+    page_pk,
+)
 from sitemap_updater.adapters.queues import MessageQueue
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
-from tests.sim.dynamo import FakeDynamoClient, check_key
+from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
 from tests.sim.scheduler import Clock, Scheduler
 
 
@@ -44,7 +51,8 @@ class FakeStore(ManifestStore):
         self.seqs: dict[str, int] = {}
         self.file_records: dict[tuple[str, int], PublishedFile] = {}
         self.index: tuple[str, int] | None = None
-        self.sent: dict[tuple[str, str], tuple[int, SentRecord]] = {}
+        self.sent: dict[tuple[str, str], tuple[int, SentRecord]] = {}  # by (pk, channel)
+        self.refused_urls: set[str] = set()  # pages whose every write DynamoDB refuses (tests/sim/dynamo.py)
         self.waited_s = 0.0
 
         def sleep(seconds: float) -> None:  # a backoff passes virtual time
@@ -58,7 +66,7 @@ class FakeStore(ManifestStore):
 
     def get_page(self, url: str) -> PageRecord | None:
         def get() -> PageRecord | None:
-            check_key({"pk": {"S": f"page#{url}"}, "sk": {"S": "state"}}, "GetItem")
+            check_key({"pk": {"S": page_pk(url)}, "sk": {"S": "state"}}, "GetItem")
             return self.pages.get(url)
 
         return self._call("get_item", get)  # type: ignore[no-any-return]
@@ -74,7 +82,7 @@ class FakeStore(ManifestStore):
 
     def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
         def put() -> bool:
-            check_key({"pk": {"S": f"page#{write.url}"}, "sk": {"S": "state"}}, "PutItem")
+            check_item(self._page_item(write, False), "PutItem")
             if not self._rank_holds(write.url, expected_rank):
                 return False
             self.pages[write.url] = self._record(write, False)
@@ -95,6 +103,10 @@ class FakeStore(ManifestStore):
 
     def import_pages(self, writes: list[PageWrite]) -> None:
         def load() -> None:
+            for write in writes:
+                check_item(self._page_item(write, False), "BatchWriteItem")
+                entry = {"pk": {"S": f"sec#{write.section}"}, "sk": {"S": entry_sort_key(write.key, write.url)}}
+                check_item({**entry, "record": {"B": write.record}}, "BatchWriteItem")
             for write in writes:
                 self.pages[write.url] = self._record(write, False)
                 self.manifest.setdefault(write.section, {})[entry_sort_key(write.key, write.url)] = write.record

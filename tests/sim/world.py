@@ -31,7 +31,7 @@ from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.settings import Settings
 from tests import oracle
 from tests.conftest import AS_OF_US, BASE
-from tests.sim.events import Events, generate
+from tests.sim.events import REFUSED_URL, Events, generate
 from tests.sim.fakes import FakeIndexNow, FakeS3, FakeStore, Message, S3Object, SimQueue, SimQueueState
 from tests.sim.oracle import expected_site
 from tests.sim.scheduler import Clock, Faults, LambdaDied, Scheduler, Task
@@ -190,6 +190,7 @@ class Simulation:
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
         settings = Settings.from_env(env)
         self.store = FakeStore(self.sched, self.clock)
+        self.store.refused_urls.add(REFUSED_URL)
         self.s3 = FakeS3(self.sched, watch=self._watch)
         self.http = FakeIndexNow(self.sched, random.Random(self.config.seed * 31 + 3), self.config.busy_rate)
         by_url = {physical[k]: q for k, q in self.queues.items()}

@@ -49,6 +49,27 @@ def test_a_delete_wins_a_tie_then_the_larger_element() -> None:
     assert oracle.winners([b, a])[a["url"]] is bigger
 
 
+def test_on_a_full_tie_the_larger_section_wins_whatever_the_order() -> None:
+    # Two deletes of one order, and two upserts of one order and content, that differ only in their section
+    gone_a, gone_b = event(type="delete", version=3, section="a"), event(type="delete", version=3, section="b")
+    up_a, up_b = event(version=3, section="a"), event(version=3, section="b")
+    for first, second in ((gone_a, gone_b), (up_a, up_b)):
+        assert oracle.winners([first, second])[first["url"]] is second
+        assert oracle.winners([second, first])[first["url"]] is second
+
+
+def test_an_upsert_without_lastmod_shows_its_own_moment_whatever_came_before() -> None:
+    early = event(occurred_at="2026-11-10T00:00:00Z")
+    late = event(occurred_at="2026-11-12T00:00:00Z")
+    for bodies in ([early, late], [late, early]):
+        [element] = oracle.expected_elements(bodies, AS_OF_US).values()
+        assert "<lastmod>2026-11-12T00:00:00+00:00</lastmod>" in element
+    # a recorded lastmod that is not the winner's is reported
+    problems: list[str] = []
+    oracle.expected_elements([early, late], AS_OF_US, {early["url"]: "2026-11-10T00:00:00+00:00"}, problems)
+    assert len(problems) == 1
+
+
 def test_sections_by_rule() -> None:
     assert oracle.section_of(event(f"{BASE}/blog/a")) == "blog"
     assert oracle.section_of(event(f"{BASE}/a")) == "root"

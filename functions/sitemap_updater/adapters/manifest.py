@@ -4,17 +4,19 @@ One table, keys ``pk`` (partition) and ``sk`` (sort):
 
 | item | pk | sk | what |
 |---|---|---|---|
-| page state | ``page#<url>`` | ``state`` | rank of the newest event, kind, section, digest, lastmod, pending flag |
-| manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url>`` | the encoded entry or tombstone |
+| page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, pending |
+| manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url id>`` | the encoded entry or tombstone |
 | section sequence | ``seq#<section>`` | ``seq`` | bumped with every manifest change of the section |
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
 
 A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BETWEEN <start> AND <end>``.
+Every key naming a URL takes it through ``url_id``, which keeps keys within DynamoDB's limits.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -91,8 +93,35 @@ def _n(value: int) -> dict[str, Any]:
     return {"N": str(value)}
 
 
+# DynamoDB's key limits ("Constraints in Amazon DynamoDB", developer guide: partition key values at most 2,048
+# bytes, sort key values at most 1,024 bytes, items at most 400 KB). The page state's ``pk`` is also the sort
+# key of the sparse ``pending`` index, so it keeps within 1,024 bytes as well. A canonical URL may have 2,047.
+URL_ID_BYTES = 1_000
+
+
+def url_id(url: str) -> str:
+    """How a URL appears in keys: itself up to URL_ID_BYTES bytes; a longer one as its first bytes, a space (which
+    no canonical URL holds, so no short URL looks like it) and its SHA-256, so each URL keeps a key of its own."""
+    raw = url.encode()
+    if len(raw) <= URL_ID_BYTES:
+        return url
+    head = raw[: URL_ID_BYTES - 65].decode("utf-8", "ignore")
+    return f"{head} {hashlib.sha256(raw).hexdigest()}"
+
+
+def page_pk(url: str) -> str:
+    """The partition key of a URL's page state."""
+    return f"page#{url_id(url)}"
+
+
+def sent_pk(url: str) -> str:
+    """The partition key of what search engines accepted for a URL."""
+    return f"sent#{url_id(url)}"
+
+
 def entry_sort_key(key: int, url: str) -> str:
-    return f"{key:016x}#{url}"
+    """The sort key of a page's manifest entry in its section: its key, so a file's range is one Query."""
+    return f"{key:016x}#{url_id(url)}"
 
 
 class ManifestStore:
@@ -109,7 +138,7 @@ class ManifestStore:
     # --- page states ---------------------------------------------------------------------------------
     def get_page(self, url: str) -> PageRecord | None:
         item = self._client.get_item(
-            TableName=self.table, Key={"pk": _s(f"page#{url}"), "sk": _s("state")}, ConsistentRead=True
+            TableName=self.table, Key={"pk": _s(page_pk(url)), "sk": _s("state")}, ConsistentRead=True
         ).get("Item")
         return None if item is None else page_record(url, item)
 
@@ -118,8 +147,9 @@ class ManifestStore:
         marker = {_PENDING_KEY: _s(_PENDING)} if pending else {}
         return {
             **marker,
-            "pk": _s(f"page#{write.url}"),
+            "pk": _s(page_pk(write.url)),
             "sk": _s("state"),
+            "url": _s(write.url),
             "rank": _s(write.rank),
             "kind": _s(write.kind),
             "section": _s(write.section),
@@ -205,7 +235,7 @@ class ManifestStore:
         _conditional(
             lambda: self._client.update_item(
                 TableName=self.table,
-                Key={"pk": _s(f"page#{url}"), "sk": _s("state")},
+                Key={"pk": _s(page_pk(url)), "sk": _s("state")},
                 UpdateExpression=f"SET pending = :false REMOVE {_PENDING_KEY}",
                 ConditionExpression="#rank = :rank",
                 ExpressionAttributeNames={"#rank": "rank"},
@@ -223,11 +253,14 @@ class ManifestStore:
             KeyConditionExpression=f"{_PENDING_KEY} = :pending",
             ExpressionAttributeValues={":pending": _s(_PENDING)},
         ):
-            for item in page.get("Items", []):
-                url = item["pk"]["S"].removeprefix("page#")
-                record = self.get_page(url)
-                if record is not None and record.pending:
-                    found.append(record)
+            for item in page.get("Items", []):  # keys only: the URL is read from the page state itself
+                state = self._client.get_item(
+                    TableName=self.table, Key={"pk": item["pk"], "sk": _s("state")}, ConsistentRead=True
+                ).get("Item")
+                if state is not None:
+                    record = page_record(state["url"]["S"], state)
+                    if record.pending:
+                        found.append(record)
         return found
 
     def import_pages(self, writes: list[PageWrite]) -> None:
@@ -376,9 +409,10 @@ class ManifestStore:
     def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
         """What ``channel`` last accepted for each URL (records past their expiry are ignored)."""
         found: dict[str, SentRecord] = {}
-        for item in self._batch_get([{"pk": _s(f"sent#{url}"), "sk": _s(channel)} for url in urls]):
+        by_pk = {sent_pk(url): url for url in urls}
+        for item in self._batch_get([{"pk": _s(pk), "sk": _s(channel)} for pk in by_pk]):
             if int(item["expires_at"]["N"]) > now_s:
-                found[item["pk"]["S"].removeprefix("sent#")] = SentRecord(
+                found[by_pk[item["pk"]["S"]]] = SentRecord(
                     int(item.get("quiet_until", item["expires_at"])["N"]), item.get("digest", {}).get("S", "?")
                 )
         return found
@@ -387,7 +421,7 @@ class ManifestStore:
         """Remember which content of each URL ``channel`` accepted, and until when not to send it again;
         ``expires_at_s`` is also the table's TTL attribute."""
         items = [
-            {"pk": _s(f"sent#{url}"), "sk": _s(channel), "digest": _s(digest), "quiet_until": _n(quiet_until_s),
+            {"pk": _s(sent_pk(url)), "sk": _s(channel), "digest": _s(digest), "quiet_until": _n(quiet_until_s),
              "expires_at": _n(expires_at_s)}
             for url, digest in sorted(digests.items())
         ]  # fmt: skip

@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote
 
+from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import page_key
 from sitemap_updater.core.text import escape_text
@@ -19,6 +20,12 @@ FLAG_NEWS = 4
 FLAG_XHTML = 8
 URL_CLOSE = b"</url>\n"
 ROOT_SECTION = "root"
+# The most one page's rendered ``<url>`` element (with its news) may take. Its manifest item holds it with the
+# URL (2,047 bytes at most), the section (400), a 62-byte record head and keys of at most 2,048 + 1,024
+# bytes: 405,581 bytes in all, under DynamoDB's item limit of 400 KB (409,600 bytes; "Constraints in Amazon
+# DynamoDB" in its developer guide). Escaping can multiply text by six (``'`` is ``&apos;``), so a 256 KiB
+# event may need more: it is rejected, naming its largest part.
+MAX_ENTRY_BYTES = 400_000
 
 
 class Entry(NamedTuple):
@@ -193,3 +200,47 @@ def entry_from_event(event: PageEvent, lastmod: date | datetime | None = None) -
         news_us=news_us,
         flags=flags,
     )
+
+
+def check_entry_size(event: PageEvent, entry: Entry, prefix: str = "") -> None:
+    """Raise EventRejected when ``entry`` is over MAX_ENTRY_BYTES, naming the part of the event that weighs
+    most: ``url``, ``news``, or the largest of images, videos and alternates (the item when it is most of it)."""
+    if entry.size <= MAX_ENTRY_BYTES:
+        return
+    parts: dict[str, list[tuple[int, dict[str, int]]]] = {
+        "url": [(len(escape_text(event.url)), {})],
+        "images": [
+            (len(image_element(i.loc, i.title, i.caption)), _texts(loc=i.loc, caption=i.caption, title=i.title))
+            for i in event.images
+        ],
+        "videos": [],
+        "alternates": [(len(escape_text(a.href)) + 40, {}) for a in event.alternates],
+        "news": [(len(entry.news), {})],
+    }
+    for video in event.videos:
+        out: list[str] = []
+        _video(video, out)
+        texts = _texts(title=video.title, description=video.description, tags="".join(video.tags))
+        parts["videos"].append((sum(map(len, out)), texts))
+    name, items = max(parts.items(), key=lambda part: sum(size for size, _ in part[1]))
+    total = sum(size for size, _ in items)
+    field = name
+    if name in ("images", "videos", "alternates"):
+        index = max(range(len(items)), key=lambda i: items[i][0])
+        size, texts = items[index]
+        if size * 2 >= total:
+            field = f"{name}[{index}]"
+            text, text_size = max(texts.items(), key=lambda t: t[1], default=("", 0))
+            if text_size * 2 >= size:
+                field += f".{text}"
+    path = f"{prefix}{field}"
+    reason = (
+        f"the page's sitemap entry would be {entry.size:,} bytes once rendered and escaped ({total:,} of them "
+        f"from {name}); an entry may be at most {MAX_ENTRY_BYTES:,} bytes (DynamoDB's 400 KB item limit)"
+    )
+    raise EventRejected.single(path, reason)
+
+
+def _texts(**values: str | None) -> dict[str, int]:
+    """Escaped lengths of the text fields of one item."""
+    return {name: len(escape_text(value)) for name, value in values.items() if value}

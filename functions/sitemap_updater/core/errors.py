@@ -18,6 +18,18 @@ class Problem:
         return f"{self.field}: {self.reason}"
 
 
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """Stands for a JSON integer too long to read (Python reads at most 4,300 digits), so that the field
+    holding it is the one rejected."""
+
+    digits: int
+
+    @property
+    def reason(self) -> str:
+        return f"a number of {self.digits:,} digits is out of range (at most 4,300 digits can be read)"
+
+
 class EventRejected(ValueError):
     """An event that cannot be accepted. ``str()`` gives ``field: reason[; field: reason ...]``."""
 
@@ -32,10 +44,15 @@ class EventRejected(ValueError):
     @classmethod
     def from_validation_error(cls, error: ValidationError, prefix: str = "") -> EventRejected:
         problems = []
-        for item in error.errors(include_url=False, include_input=False):
+        for item in error.errors(include_url=False):
             field = _field_path(item["loc"], prefix)
-            message = _MESSAGES.get(item["type"]) or str(item["msg"]).removeprefix("Value error, ")
-            problems.append(Problem(field, message))
+            found = item.get("input")
+            if isinstance(found, Oversized):
+                message = found.reason
+            else:
+                message = _MESSAGES.get(item["type"]) or str(item["msg"]).removeprefix("Value error, ")
+            if Problem(field, message) not in problems:
+                problems.append(Problem(field, message))
         return cls(problems)
 
 

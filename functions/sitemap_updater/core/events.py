@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -21,7 +21,8 @@ from pydantic import (
     model_validator,
 )
 
-from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.entry import check_entry_size, entry_from_event
+from sitemap_updater.core.errors import EventRejected, Oversized
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.text import check_xml_text
 from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
@@ -39,6 +40,19 @@ MAX_VIDEOS = 100
 MAX_ALTERNATES = 1000
 MAX_VERSION = 10**18
 MAX_BODY_BYTES = 262_144  # SQS's message limit: a larger body cannot have come through the queue
+MAX_INT_DIGITS = 4_300  # Python's own limit for reading an integer from text
+# Every instant is stored as microseconds since 1970 and written as a UTC date: the window both can hold.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_LAST = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
+WINDOW_TEXT = "from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"
+
+
+def in_window(value: date | datetime) -> bool:
+    """True when ``value`` (a date, or an aware date-time) lies in the window; compared without converting
+    to UTC, which overflows at the ends of the calendar (``9999-12-31T23:00-05:00``)."""
+    if isinstance(value, datetime):
+        return timedelta(0) <= value - _EPOCH <= _LAST - _EPOCH
+    return value.year >= 1970
 
 
 def _event_type(value: object) -> object:
@@ -52,20 +66,22 @@ def _event_type(value: object) -> object:
 
 
 def _w3c_datetime(value: object) -> object:
-    """Accept a date (``2026-11-20``) or a date-time with a UTC offset; reject a naive date-time."""
+    """Accept a date (``2026-11-20``) or a date-time with a UTC offset, within the window; reject a naive
+    date-time."""
+    text: str | None = None
     if isinstance(value, str):
         text = value.strip()
         try:
-            if len(text) == 10:
-                return date.fromisoformat(text)
-            parsed = datetime.fromisoformat(text)
+            value = date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text)
         except ValueError as exc:
-            raise ValueError(f"{value!r} is not a W3C date (YYYY-MM-DD) or date-time with offset") from exc
-        if parsed.tzinfo is None:
-            raise ValueError(f"{value!r} has no UTC offset; add Z or +hh:mm")
-        return parsed
+            raise ValueError(f"{text!r} is not a W3C date (YYYY-MM-DD) or date-time with offset") from exc
+        if isinstance(value, datetime) and value.tzinfo is None:
+            raise ValueError(f"{text!r} has no UTC offset; add Z or +hh:mm")
     if isinstance(value, datetime) and value.tzinfo is None:
         raise ValueError("a date-time needs a UTC offset")
+    if isinstance(value, date) and not in_window(value):
+        shown = text if isinstance(text, str) else str(value)
+        raise ValueError(f"{shown!r} is out of range: dates must be {WINDOW_TEXT}")
     return value
 
 
@@ -203,9 +219,9 @@ class PageEvent(_Model):
 
     @field_validator("occurred_at")
     @classmethod
-    def _after_epoch(cls, value: datetime) -> datetime:
-        if value.year < 1970:
-            raise ValueError("must be after 1970-01-01")
+    def _in_window(cls, value: datetime) -> datetime:
+        if not in_window(value):
+            raise ValueError(f"out of range: must be {WINDOW_TEXT}")
         return value
 
     @property
@@ -237,29 +253,41 @@ def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEven
         size = len(body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body)
         if size > MAX_BODY_BYTES:
             raise EventRejected.single("(body)", f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes")
-        # Fast path: a plain event validated straight from JSON. Anything else (an envelope, an error)
-        # takes the general path below, which also words the errors.
+        # Fast path: a plain event validated straight from JSON. Anything else (an envelope, an error, a number
+        # too long to read) takes the general path below, which also words the errors.
         context: dict[str, Any] = {"site": site, "warnings": []}
         try:
             event = PageEvent.model_validate_json(body, context=context)
-        except ValidationError:
+        except ValueError:
             pass
         else:
-            return ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, "")))
+            return _checked(ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, ""))), "")
     data, prefix = _unwrap(_decode(body, "(body)"), "")
     context = {"site": site, "warnings": []}
     try:
         event = PageEvent.model_validate(data, context=context)
     except ValidationError as exc:
         raise EventRejected.from_validation_error(exc, prefix) from None
-    return ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, prefix)))
+    return _checked(ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, prefix))), prefix)
+
+
+def _checked(parsed: ParsedEvent, prefix: str) -> ParsedEvent:
+    """An upsert whose entry would not fit one stored item is rejected here, naming its largest part."""
+    if parsed.event.type == "upsert":
+        check_entry_size(parsed.event, entry_from_event(parsed.event), prefix)
+    return parsed
+
+
+def _json_int(text: str) -> int | Oversized:
+    """JSON integers as Python reads them, except one too long to read, which its field then rejects."""
+    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else Oversized(len(text.lstrip("-")))
 
 
 def _decode(body: str | bytes | Mapping[str, Any], field: str) -> Any:
     if isinstance(body, Mapping):
         return body
     try:
-        return json.loads(body)
+        return json.loads(body, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise EventRejected.single(field, f"not valid JSON ({exc.msg} at character {exc.pos})") from None
     except RecursionError:

@@ -19,7 +19,9 @@ from pydantic_core import core_schema as cs
 
 from sitemap_updater.core.entry import (
     FLAG_IMAGE,
+    MAX_ENTRY_BYTES,
     ROOT_SECTION,
+    URL_CLOSE,
     default_section,
     image_element,
     moment_micros,
@@ -32,6 +34,7 @@ from sitemap_updater.core.events import (
     MAX_VERSION,
     TYPE_ALIASES,
     ChangeFreq,
+    in_window,
     parse_w3c,
 )
 from sitemap_updater.core.moments import to_micros
@@ -139,6 +142,8 @@ class LineParser:
         moment_us, lastmod_text = occurred if lastmod is None else lastmod
         head = url_open(url, lastmod_text, changefreq, priority)
         body = (head + "".join(parts) if parts else head).encode()
+        if len(body) + len(URL_CLOSE) > MAX_ENTRY_BYTES:
+            return None  # the model path rejects it, naming the part that weighs most
         return key, encode_record(
             0, order, key, moment_us, url_bytes, section_bytes, body, b"", 0, FLAG_IMAGE if parts else 0
         )
@@ -152,14 +157,14 @@ class LineParser:
         return None if warnings else canonical
 
     def _occurred(self, text: str) -> tuple[int, str] | None:
-        """RFC 3339 date-time with an offset, after 1970, as the model reads it."""
+        """RFC 3339 date-time with an offset, within the models' window, as the model reads it."""
         found: tuple[int, str] | None = None
         if _RFC3339.fullmatch(text):
             try:
                 moment = datetime.fromisoformat(text)
             except ValueError:
                 moment = None
-            if moment is not None and moment.year >= 1970:
+            if moment is not None and in_window(moment):
                 found = (to_micros(moment), w3c(moment))
         return _remember(self._moments, text, found)
 

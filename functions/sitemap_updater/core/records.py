@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections.abc import Iterator
 from typing import Final
@@ -81,6 +82,20 @@ def scan_records(data: bytes) -> Iterator[RecordView]:
             flags, pos, body_start, news_start, stop,
         )  # fmt: skip
         pos = stop
+
+
+def outranks(record: RecordView, current: RecordView, data: bytes) -> bool:
+    """``PageState.rank`` compared on two records read in place from ``data``: True when ``record`` wins."""
+    mine = (record[VERSION], record[OCCURRED], record[KIND])
+    theirs = (current[VERSION], current[OCCURRED], current[KIND])
+    if mine != theirs:
+        return mine > theirs
+    if not record[KIND]:  # the rendered entry (body and news) is contiguous from BODY to END
+        digest = hashlib.sha256(data[record[BODY] : record[END]]).digest()
+        other = hashlib.sha256(data[current[BODY] : current[END]]).digest()
+        if digest != other:
+            return digest > other
+    return record[SECTION] > current[SECTION]  # UTF-8 bytes sort as the section names' code points
 
 
 def decode_states(data: bytes) -> Iterator[PageState]:

@@ -1,4 +1,5 @@
-"""Which of two events for one URL wins: the newest by (version, occurred_at), ties broken by content."""
+"""Which of two events for one URL wins: the newest by (version, occurred_at), ties broken by content and section,
+so the winner never depends on the order events arrive in."""
 
 from __future__ import annotations
 
@@ -38,13 +39,22 @@ class PageState(NamedTuple):
         return hashlib.sha256(self.entry.body + self.entry.news).hexdigest()
 
     @property
+    def section(self) -> str:
+        """The section the state puts the page in (or, for a tombstone, deletes it from)."""
+        if self.entry is not None:
+            return self.entry.section
+        assert self.tombstone is not None
+        return self.tombstone.section
+
+    @property
     def rank(self) -> str:
         """Total order used to pick a winner, independent of arrival order, as text that sorts the same way
-        in Python and in DynamoDB conditions: (version, occurred_at), then a delete beats an upsert with the
-        same order, then the larger digest of the rendered entry."""
+        in Python and in DynamoDB conditions (UTF-8 byte order is code point order): (version, occurred_at),
+        then a delete beats an upsert with the same order, then the larger digest of the rendered entry, then
+        the larger section name. Two states of equal rank are equal, so a tie cannot depend on arrival order."""
         version, occurred = self.order
         kind = 1 if self.entry is None else 0
-        return f"{version + 1:020d}:{occurred:020d}:{kind}:{self.digest}"
+        return f"{version + 1:020d}:{occurred:020d}:{kind}:{self.digest}:{self.section}"
 
 
 def state_from_event(event: PageEvent) -> PageState:

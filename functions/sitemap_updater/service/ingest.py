@@ -7,9 +7,9 @@ from enum import StrEnum
 from typing import Any
 
 from sitemap_updater.adapters.manifest import PageRecord, PageWrite
-from sitemap_updater.core.entry import entry_from_event, w3c_micros
+from sitemap_updater.core.entry import w3c_micros
 from sitemap_updater.core.errors import EventRejected
-from sitemap_updater.core.events import PageEvent, parse_event, parse_w3c
+from sitemap_updater.core.events import PageEvent, parse_event
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
 from sitemap_updater.service.dead_letters import DeadLetters, dead_letter, error_text, failure_reason
@@ -95,12 +95,9 @@ def _apply(
     event: PageEvent, old: PageRecord | None, pipeline: Pipeline, marks: MarkBatch | None
 ) -> tuple[Outcome | None, str | None]:
     """One optimistic attempt; (None, None) when another writer got in first."""
+    # The state is the event's alone (an upsert without lastmod shows its occurred_at), so the newest event
+    # decides what is published whatever the order events arrived in.
     state = state_from_event(event)
-    if old is not None and event.type == "upsert" and event.lastmod is None and old.kind == "live":
-        # Unchanged content keeps its lastmod: lastmod only moves with a real content change.
-        kept = PageState(event.url, event.order, entry_from_event(event, parse_w3c(old.lastmod)), None)
-        if kept.digest == old.digest:
-            state = kept
     if old is not None:
         if old.pending:
             # A crash after recording but before queueing: queue it now, before anything overwrites the state.
