@@ -71,8 +71,16 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_rebuild_edges.py",
         "tests/unit/test_simulation.py",
     ],
-    "service/sweep.py": ["tests/unit/test_recovery.py", "tests/integration/test_handlers_and_sweep.py"],
-    "service/dead_letters.py": ["tests/unit/test_simulation.py", "tests/integration/test_dead_letters.py"],
+    "service/sweep.py": [
+        "tests/unit/test_sweep_upkeep.py",
+        "tests/unit/test_recovery.py",
+        "tests/integration/test_handlers_and_sweep.py",
+    ],
+    "service/dead_letters.py": [
+        "tests/unit/test_dead_letter_reasons.py",
+        "tests/unit/test_simulation.py",
+        "tests/integration/test_dead_letters.py",
+    ],
     "service/messages.py": ["tests/unit/test_simulation.py", "tests/integration/test_dead_letters.py"],
     "service/notify.py": [
         "tests/unit/test_aws_failures.py",
@@ -82,6 +90,12 @@ TESTS: dict[str, list[str]] = {
     "service/bulk_import.py": ["tests/integration/test_pipeline.py"],
     "service/adopt.py": ["tests/integration/test_import.py"],
     "service/build.py": ["tests/integration/test_build_cli.py"],
+    "service/pipeline.py": [
+        "tests/unit/test_cold_start.py",
+        "tests/unit/test_recovery.py",
+        "tests/integration/test_dead_letters.py",
+    ],
+    "service/runtime.py": ["tests/unit/test_cold_start.py", "tests/integration/test_handlers_and_sweep.py"],
 }
 
 
