@@ -16,6 +16,7 @@ from sitemap_updater.core.events import event_json_schema
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError
+from sitemap_updater.service.adopt import MAX_FILE_BYTES, MAX_TOTAL_BYTES, Adoption
 from sitemap_updater.service.build import MAX_REJECTED_SHARE, BuildRefused, BuildResult, build
 
 if TYPE_CHECKING:
@@ -130,7 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     first.add_argument(
         "--import", dest="import_events", type=Path, metavar="PAGES.jsonl", help="first import a full export"
     )
-    first.add_argument("--adopt", metavar="URL_OR_FILE", help="first adopt an existing sitemap or sitemap index")
+    first.add_argument(
+        "--adopt", metavar="URL_OR_FILE", help="first adopt an existing sitemap, sitemap index or text sitemap"
+    )
+    _adopt_options(loc)
     loc.add_argument(
         "--out",
         required=True,
@@ -161,10 +165,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     source = imp.add_mutually_exclusive_group(required=True)
     source.add_argument("--events", type=Path, metavar="PAGES.jsonl", help="page events, one per line")
-    source.add_argument("--sitemap", metavar="URL_OR_FILE", help="an existing sitemap or sitemap index to adopt")
+    source.add_argument(
+        "--sitemap", metavar="URL_OR_FILE", help="an existing sitemap, sitemap index or text sitemap to adopt"
+    )
     imp.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
+    _adopt_options(imp)
     commands.add_parser("schema", help="print the JSON Schema of the event contract (docs/event.schema.json)")
     return parser
+
+
+def _adopt_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-total-bytes",
+        type=_bytes,
+        default=MAX_TOTAL_BYTES,
+        metavar="N",
+        help=f"adoption stops after N bytes of sitemaps, uncompressed, in all (default {MAX_TOTAL_BYTES:,}); "
+        f"each file may give at most {MAX_FILE_BYTES:,}, the protocol's limit",
+    )
+
+
+def _bytes(value: str) -> int:
+    try:
+        number = int(value.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of bytes") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
 
 
 class _Progress:
@@ -185,6 +213,49 @@ class _Progress:
     def close(self) -> None:
         if self._active:
             self._stream.write("\n")
+
+
+class _AdoptProgress:
+    """Files, pages and bytes read so far, on one line of a terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._active = stream.isatty()
+
+    def __call__(self, adoption: Adoption) -> None:
+        if self._active:
+            self._stream.write(
+                f"\radopting: {adoption.files:,} files, {adoption.pages:,} pages, "
+                f"{adoption.bytes_read / 1e6:,.1f} MB read"
+            )
+            self._stream.flush()
+
+    def close(self) -> None:
+        if self._active:
+            self._stream.write("\n")
+
+
+def _adopt(location: str, site: Site, max_total_bytes: int) -> tuple[list[str], int]:
+    """Read a site's sitemaps; print what was skipped or dropped. The events, and the exit status so far:
+    2 when nothing could be read, 1 when nothing was adopted or something was skipped."""
+    progress = _AdoptProgress(sys.stderr)
+    adoption = Adoption(site, max_total_bytes=max_total_bytes, progress=progress)
+    bodies = list(adoption.events(location))
+    progress.close()
+    for line in adoption.warning_lines:
+        print(line, file=sys.stderr)
+    for note in adoption.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for problem in adoption.problems:
+        print(f"not adopted: {problem}", file=sys.stderr)
+    print(f"adopted {location}: {adoption.pages:,} pages from {adoption.files:,} files "
+          f"({adoption.bytes_read:,} bytes); {len(adoption.problems):,} problems")  # fmt: skip
+    if adoption.files == 0:
+        return [], EXIT_USAGE
+    if not bodies:
+        print("sitemap-updater: no page adopted; nothing imported", file=sys.stderr)
+        return [], EXIT_FAILED
+    return bodies, EXIT_FAILED if adoption.problems else EXIT_OK
 
 
 def _summary(result: BuildResult, out: Path, seconds: float) -> str:
@@ -262,9 +333,10 @@ def _local(args: argparse.Namespace) -> int:
         print(f"local stack on {where}, created from template.yaml:")
         for logical, physical in run.resources().items():
             print(f"  {logical}: {physical}")
+        status = EXIT_OK
         if args.import_events is not None or args.adopt is not None:
             status = _local_import(run, args)
-            if status != EXIT_OK:
+            if status == EXIT_USAGE or (status != EXIT_OK and args.adopt is None):
                 return status
         for path in args.events:
             report = run.send_wave(read_events_file(path)).as_dict()
@@ -282,26 +354,31 @@ def _local(args: argparse.Namespace) -> int:
     if args.report is not None:
         args.report.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"published files copied to {args.out}")
-    return EXIT_OK
+    return status
 
 
 def _local_import(run: LocalRun, args: argparse.Namespace) -> int:
     from sitemap_updater.local.runner import read_events_file
-    from sitemap_updater.service.adopt import sitemap_events
 
     source = args.import_events or args.adopt
-    try:
-        bodies = read_events_file(args.import_events) if args.import_events else list(sitemap_events(args.adopt))
-    except (OSError, ValueError) as exc:
-        print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    status = EXIT_OK
+    if args.adopt is not None:
+        bodies, status = _adopt(args.adopt, args.site, args.max_total_bytes)
+        if not bodies:
+            return status
+    else:
+        try:
+            bodies = read_events_file(args.import_events)
+        except (OSError, ValueError) as exc:
+            print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     result = run.import_site(bodies)
     for line, reason in result.rejections:
         print(f"{source}:{line}: rejected: {reason}", file=sys.stderr)
     written = sum(len(s.put) for s in result.sections)
     print(f"import ({source}): {result.pages:,} pages, {written:,} sitemap files published, "
           f"{len(result.rejections):,} rejected")  # fmt: skip
-    return EXIT_OK
+    return status
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -309,7 +386,6 @@ def _import(args: argparse.Namespace) -> int:
 
     import boto3
 
-    from sitemap_updater.service.adopt import sitemap_events
     from sitemap_updater.service.bulk_import import import_events
     from sitemap_updater.service.pipeline import Pipeline
     from sitemap_updater.settings import Settings, SettingsError
@@ -320,20 +396,23 @@ def _import(args: argparse.Namespace) -> int:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
     pipeline = Pipeline.connect(settings, boto3.session.Session().client, args.endpoint_url)
-    try:
-        if args.events is not None:
+    status = EXIT_OK
+    if args.sitemap is not None:
+        bodies, status = _adopt(args.sitemap, pipeline.site, args.max_total_bytes)
+        if not bodies:
+            return status
+    else:
+        try:
             bodies = [line for line in args.events.read_text(encoding="utf-8").splitlines() if line.strip()]
-        else:
-            bodies = list(sitemap_events(args.sitemap))
-    except (OSError, ValueError) as exc:
-        print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        except (OSError, ValueError) as exc:
+            print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     result = import_events(bodies, pipeline)
     for line, reason in result.rejections:
         print(f"{args.events or args.sitemap}:{line}: rejected: {reason}", file=sys.stderr)
     written = sum(len(s.put) for s in result.sections)
     print(f"{result.pages:,} pages imported; {written:,} sitemap files published; {len(result.rejections):,} rejected")
-    return EXIT_OK
+    return status
 
 
 def _wave_summary(path: Path, report: dict[str, object]) -> str:
