@@ -18,8 +18,12 @@ Billing rules applied (AWS pricing pages and developer guides, as published in 2
 - CloudFront: no invalidations any more. Crawler fetches are counted as an assumption: each published index and
   each changed file is fetched by ``CRAWLERS`` crawlers, every fetch a cache miss (5 s lifetime), so one HTTPS
   request ($0.0100 per 10,000, North America), its bytes out ($0.085 per GB) and one S3 GET at the origin.
-- Not counted: CloudWatch (logs, EMF metrics, alarms, dashboard), X-Ray, KMS, storage, Search Console and
-  IndexNow (free APIs, their time is in the notify function's duration)."""
+- CloudWatch: the bytes of every log line and EMF metric the handlers print, plus Lambda's own START, END and
+  REPORT lines (``PLATFORM_LOG_BYTES`` per invocation), at $0.50 per GB ingested; for the sustained rates also
+  the fixed monthly price of the custom metrics the handlers emit ($0.30 each), the template's alarms ($0.10
+  each) and dashboard ($3), shared by a month's events.
+- Not counted: log storage, X-Ray, KMS, S3 and DynamoDB storage, Search Console and IndexNow (free APIs; their
+  time is in the notify function's duration)."""
 
 from __future__ import annotations
 
@@ -34,6 +38,10 @@ DDB_RRU = 0.125 / 1e6
 S3_PRICE = {"PUT": 0.005 / 1000, "LIST": 0.005 / 1000, "GET": 0.0004 / 1000, "DELETE": 0.0}
 CF_REQUEST = 0.0100 / 10_000
 CF_GB = 0.085
+LOGS_GB = 0.50
+METRIC_MONTH, ALARM_MONTH, DASHBOARD_MONTH = 0.30, 0.10, 3.00
+HOURS_PER_MONTH = 730
+PLATFORM_LOG_BYTES = 330  # Lambda's START, END and REPORT lines of one invocation
 CRAWLERS = 2  # Google and Bing fetch what changed
 ONE_VCPU_MB = 1769
 IDLE_POLLS_PER_HOUR = 5 * 3600 / 20  # assumed: five pollers per event source mapping, 20 s long polls
@@ -56,7 +64,7 @@ LATENCY_S = {
     "sqs:SendMessage": 0.010,
     "http:POST": 0.150,
 }
-LINES = ("Lambda", "SQS", "DynamoDB", "S3", "CloudFront")
+LINES = ("Lambda", "SQS", "DynamoDB", "S3", "CloudFront", "CloudWatch")
 # The table docs/benchmarks.md showed before this model (measured 2026-11-22, with CloudFront invalidations, the
 # whole-manifest reads and item counts times an assumed item size).
 BEFORE = {
@@ -82,6 +90,7 @@ def dollars(usage: Mapping[str, Any], memory_mb: Mapping[str, int], crawl: Mappi
         bill["SQS"] += sum(SQS_PRICE[kind] * n for kind, n in used.sqs.items())
         bill["DynamoDB"] += used.rru * DDB_RRU + (used.wru + used.gsi_wru) * DDB_WRU
         bill["S3"] += sum(S3_PRICE[kind] * n for kind, n in used.s3.items())
+        bill["CloudWatch"] += used.log_bytes / 1e9 * LOGS_GB
     fetches = crawl.get("files", 0) * CRAWLERS
     bill["CloudFront"] += fetches * CF_REQUEST + crawl.get("bytes", 0) * CRAWLERS / 1e9 * CF_GB
     bill["S3"] += fetches * S3_PRICE["GET"]
@@ -93,11 +102,14 @@ def scaled(bill: Mapping[str, float], factor: float) -> dict[str, float]:
     return {line: value * factor for line, value in bill.items()}
 
 
-def idle_polling(queues: Mapping[str, str], hours: float) -> dict[str, float]:
-    """SQS's empty long polls of the event source mappings over ``hours`` (``queues``: name -> standard/fifo)."""
-    sqs = sum(SQS_PRICE[kind] * IDLE_POLLS_PER_HOUR * hours for kind in queues.values())
-    bill = dict.fromkeys(LINES, 0.0) | {"SQS": sqs}
-    bill["total"] = sqs
+def fixed(queues: Mapping[str, str], metrics: int, alarms: int, dashboards: int, hours: float) -> dict[str, float]:
+    """What a deployment costs per ``hours`` whatever its traffic: the event sources' empty long polls
+    (``queues``: name -> standard/fifo) and the custom metrics, alarms and dashboards."""
+    bill = dict.fromkeys(LINES, 0.0)
+    bill["SQS"] = sum(SQS_PRICE[kind] * IDLE_POLLS_PER_HOUR * hours for kind in queues.values())
+    month = metrics * METRIC_MONTH + alarms * ALARM_MONTH + dashboards * DASHBOARD_MONTH
+    bill["CloudWatch"] = month * hours / HOURS_PER_MONTH
+    bill["total"] = sum(bill[line] for line in LINES)
     return bill
 
 
@@ -105,4 +117,4 @@ def per_million(ops: Mapping[str, Any], events: int, batch: int, events_per_s: f
     """The bill ``bench/incremental.py`` measured for a rate (``ops["usd_per_million"]``), in the lower-case keys
     ``bench/full_build.py`` renders; kept until it renders ``bench.report.section`` instead."""
     bill = ops["usd_per_million"]
-    return {line.lower(): float(bill[line]) for line in (*LINES, "total")}
+    return {line.lower(): float(bill[line]) for line in ("Lambda", "SQS", "DynamoDB", "S3", "CloudFront", "total")}

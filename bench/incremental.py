@@ -6,10 +6,8 @@ rewrites the "Incremental updates" section of docs/benchmarks.md; ``--doc-only``
 from __future__ import annotations
 
 import contextlib
-import io
 import itertools
 import json
-import logging
 import random
 import sys
 import warnings
@@ -29,6 +27,7 @@ DOC = ROOT / "docs" / "benchmarks.md"
 HEADING = "## Incremental updates"
 ONE = Scenario("one changed page", 1.0, 1, sustained=False)
 SPREAD = Scenario("1,000 spread changes at 1,000/s", 1000.0, 1000, sustained=False)
+ROLES = ("one", "spread", "cost", "cost", "cost")
 COST = (
     Scenario("1 event/s", 1.0, 300),
     Scenario("50 events/s", 50.0, 1500),
@@ -40,16 +39,17 @@ def _usage(usage: Usage) -> dict[str, Any]:
     return {"invocations": usage.invocations, "billed_s": usage.billed_ms / 1000, "cpu_s": round(usage.cpu_s, 3),
             "wait_s": round(usage.wait_s, 3), "rru": usage.rru, "wru": usage.wru, "gsi_wru": usage.gsi_wru,
             "items_read": usage.items_read, "s3": dict(usage.s3), "bytes_up": usage.bytes_up,
-            "sqs": dict(usage.sqs), "http": usage.http, "calls": dict(usage.calls)}  # fmt: skip
+            "sqs": dict(usage.sqs), "http": usage.http, "log_bytes": usage.log_bytes,
+            "calls": dict(usage.calls)}  # fmt: skip
 
 
-def _scenario(traffic: Traffic) -> dict[str, Any]:
+def _scenario(traffic: Traffic, role: str) -> dict[str, Any]:
     """What one scenario used, by function, and how often each published file was put."""
     scenario = traffic.scenario
     files = [times for name, times in traffic.puts.items() if name.endswith(".gz")]
     gaps = [b - a for times in files for a, b in itertools.pairwise(times)]
-    return {"label": scenario.label, "rate": scenario.rate, "events": scenario.events, "section": scenario.section,
-            "sustained": scenario.sustained, "virtual_s": round(traffic.virtual_s, 1),
+    return {"label": scenario.label, "role": role, "rate": scenario.rate, "events": scenario.events,
+            "section": scenario.section, "sustained": scenario.sustained, "virtual_s": round(traffic.virtual_s, 1),
             "functions": {name: _usage(used) for name, used in sorted(traffic.usage.items())},
             "puts": {name: len(times) for name, times in sorted(traffic.puts.items())},
             "put_bytes": traffic.put_bytes, "min_gap_s": round(min(gaps), 2) if gaps else None}  # fmt: skip
@@ -57,12 +57,24 @@ def _scenario(traffic: Traffic) -> dict[str, Any]:
 
 def run(size: int) -> dict[str, Any]:
     warnings.simplefilter("ignore")
-    from sitemap_updater.service.bulk_import import import_events
-    from tests.sim.world import Config, Simulation
+    from sitemap_updater.local.stack import load_template
+    from tests.sim.world import TEMPLATE, Config, Simulation
 
     sim = Simulation(Config(0, max_urls=10_000))
     meter = Meter(sim)
     driver = Driver(sim, meter)
+    with contextlib.redirect_stdout(meter.logs):  # the handlers' EMF metrics
+        data = _measure(sim, meter, driver, size)
+    data["metrics"] = sorted(meter.logs.metrics)
+    kinds = [spec["Type"] for spec in load_template(TEMPLATE)["Resources"].values()]
+    data["resources"] = {"alarms": kinds.count("AWS::CloudWatch::Alarm"),
+                         "dashboards": kinds.count("AWS::CloudWatch::Dashboard")}  # fmt: skip
+    return data | _legacy(data)
+
+
+def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any]:
+    from sitemap_updater.service.bulk_import import import_events
+
     lines = write_pages(CACHE / f"pages-{size}.jsonl", size).read_text(encoding="utf-8").splitlines()
     meter.usage = {}
     done, _ = meter.invoke("import", lambda: import_events(lines, sim.pipeline), 1.0)
@@ -78,10 +90,10 @@ def run(size: int) -> dict[str, Any]:
         print(f"{scenario.label}: {len(picks)} events, {traffic.virtual_s:.1f} s virtual", file=sys.stderr)
         results.append(traffic)
     hourly = driver.hourly()
-    data = {"date": f"{datetime.now(UTC).date():%Y-%m-%d}", "pages": done.pages, "files": files,
+    return {"date": f"{datetime.now(UTC).date():%Y-%m-%d}", "pages": done.pages, "files": files,
             "import": _usage(full), "hourly": {n: _usage(u) for n, u in hourly.items()}, "memory": driver.memory(),
-            "polled": driver.polled(), "scenarios": [_scenario(t) for t in results]}  # fmt: skip
-    return data | _legacy(data)
+            "polled": driver.polled(),
+            "scenarios": [_scenario(t, role) for t, role in zip(results, ROLES, strict=True)]}  # fmt: skip
 
 
 def _legacy(data: dict[str, Any]) -> dict[str, Any]:
@@ -100,9 +112,7 @@ def _legacy(data: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     if argv[:1] != ["--doc-only"]:
-        logging.getLogger("sitemap-updater").setLevel(logging.CRITICAL)
-        with contextlib.redirect_stdout(io.StringIO()):  # the handlers' EMF metrics
-            data = run(int(argv[0]) if argv else 1_000_000)
+        data = run(int(argv[0]) if argv else 1_000_000)
         LAST.parent.mkdir(parents=True, exist_ok=True)
         LAST.write_text(json.dumps(data, indent=1), encoding="utf-8")
     data = json.loads(LAST.read_text(encoding="utf-8"))

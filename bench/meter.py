@@ -17,6 +17,8 @@ replaced by a stated latency per call (``bench/cost.py``)."""
 from __future__ import annotations
 
 import inspect
+import io
+import json
 import math
 import time
 from collections import Counter
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from bench.cost import LATENCY_S
+from bench.cost import LATENCY_S, PLATFORM_LOG_BYTES
 from sitemap_updater.adapters.manifest import ManifestStore, PageFields, PageRecord, PageWrite, _file_item
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.records import encode_state
@@ -55,15 +57,33 @@ class Usage:
     bytes_up: int = 0
     sqs: Counter[str] = field(default_factory=Counter)  # "standard" / "fifo" send requests (64 KB chunks)
     http: int = 0  # requests to search engines
+    log_bytes: int = 0  # what CloudWatch Logs ingests: the function's log lines, EMF metrics, Lambda's own lines
 
     def add(self, other: Usage) -> None:
         for name in ("invocations", "billed_ms", "cpu_s", "wait_s", "rru", "wru", "gsi_wru", "items_read"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.bytes_up += other.bytes_up
         self.http += other.http
+        self.log_bytes += other.log_bytes
         self.calls.update(other.calls)
         self.s3.update(other.s3)
         self.sqs.update(other.sqs)
+
+
+class LogSink(io.TextIOBase):
+    """Where the handlers' log lines and EMF metrics go: counted (bytes, metric names), not kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+        self.metrics: set[str] = set()
+
+    def write(self, text: str) -> int:
+        self.bytes += len(text.encode("utf-8", "surrogatepass"))
+        if text.startswith('{"_aws"'):
+            for directive in json.loads(text)["_aws"]["CloudWatchMetrics"]:
+                self.metrics.update(metric["Name"] for metric in directive["Metrics"])
+        return len(text)
 
 
 def _units(size: int, unit: int) -> int:
@@ -102,6 +122,7 @@ class Meter:
         self._depth = 0
         self._excluded = 0.0  # CPU seconds inside the fakes and the accounting, during the current invocation
         self.puts: list[tuple[str, int]] = []  # sitemap files and index put (name, bytes), until taken
+        self.logs = LogSink()
         self._check_coverage()
         self._wrap_store()
         self._wrap_client()
@@ -119,10 +140,11 @@ class Meter:
         ``cpu_scale``, the share of a core its memory setting buys, plus the stated latency of its calls)."""
         self.function = function
         usage = self.now
-        wait, self._excluded = usage.wait_s, 0.0
+        wait, self._excluded, logged = usage.wait_s, 0.0, self.logs.bytes
         started = time.process_time()
         result = call()
         cpu = max(0.0, time.process_time() - started - self._excluded)
+        usage.log_bytes += self.logs.bytes - logged + PLATFORM_LOG_BYTES
         billed = math.ceil((cpu * cpu_scale + usage.wait_s - wait) * 1000)
         usage.invocations += 1
         usage.cpu_s += cpu
@@ -237,6 +259,27 @@ class Meter:
             old = files.get(key)
             return lambda u, _r: self._write(u, self._file_size(old), self._file_size(files.get(key)))
 
+        def held_size(url: str, digest: str) -> int:  # pk held#<channel>, sk a SHA-256, url, digest, two numbers
+            return 2 + 20 + 2 + 64 + 3 + _utf8(url) + 6 + len(digest) + 11 + 6 + 10 + 6
+
+        def held(*_: Any) -> Charge:  # a Query of the channel's partition, eventually consistent
+            return lambda u, found: self._query(u, [held_size(url, c.digest) for url, c in found.items()], False)
+
+        def hold(changes: dict[str, Any], *_: Any) -> Charge:
+            def charge(u: Usage, _r: Any) -> None:
+                for url, change in changes.items():
+                    self._write(u, 0, held_size(url, change.digest))
+                u.calls["BatchWriteItem"] += math.ceil(len(changes) / 25) - 1
+
+            return charge
+
+        def release(urls: list[str], *_: Any) -> Charge:
+            def charge(u: Usage, _r: Any) -> None:
+                u.wru += len(set(urls))  # a delete costs the deleted item's size: under 1 KB
+                u.calls["BatchWriteItem"] += math.ceil(len(set(urls)) / 25) - 1
+
+            return charge
+
         def small_read(*_: Any) -> Charge:
             return lambda u, _r: self._read(u, [60])
 
@@ -262,6 +305,9 @@ class Meter:
             "next_index_generation": ("UpdateItem", small_write),
             "index_sha": ("GetItem", small_read),
             "put_index_sha": ("PutItem", small_write),
+            "held": ("Query", held),
+            "hold": ("BatchWriteItem", hold),
+            "release": ("BatchWriteItem", release),
         }
 
     @staticmethod
@@ -272,6 +318,8 @@ class Meter:
 
     def _wrap_store(self) -> None:
         for name, (operation, rule) in self._rules().items():
+            if name not in vars(FakeStore):
+                continue  # not faked (or not there): it reaches the fake client, which is charged
             original = getattr(self.store, name)
 
             def wrapped(*args: Any, _o: Any = original, _op: str = operation, _r: Any = rule, **kw: Any) -> Any:

@@ -15,7 +15,8 @@ def usage(raw: dict[str, Any]) -> Usage:
     return Usage(invocations=raw["invocations"], billed_ms=round(raw["billed_s"] * 1000), cpu_s=raw["cpu_s"],
                  wait_s=raw["wait_s"], calls=Counter(raw["calls"]), rru=raw["rru"], wru=raw["wru"],
                  gsi_wru=raw["gsi_wru"], items_read=raw["items_read"], s3=Counter(raw["s3"]),
-                 bytes_up=raw["bytes_up"], sqs=Counter(raw["sqs"]), http=raw["http"])  # fmt: skip
+                 bytes_up=raw["bytes_up"], sqs=Counter(raw["sqs"]), http=raw["http"],
+                 log_bytes=raw.get("log_bytes", 0))  # fmt: skip
 
 
 def total(scenario: dict[str, Any]) -> dict[str, Any]:
@@ -26,23 +27,142 @@ def total(scenario: dict[str, Any]) -> dict[str, Any]:
     return {"invocations": sum_.invocations, "billed_s": sum_.billed_ms / 1000, "cpu_s": round(sum_.cpu_s, 3),
             "wait_s": sum_.wait_s, "rru": sum_.rru, "wru": sum_.wru, "gsi_wru": sum_.gsi_wru,
             "items_read": sum_.items_read, "s3": dict(sum_.s3), "bytes_up": sum_.bytes_up, "sqs": dict(sum_.sqs),
-            "http": sum_.http, "calls": dict(sum_.calls)}  # fmt: skip
+            "http": sum_.http, "log_bytes": sum_.log_bytes, "calls": dict(sum_.calls)}  # fmt: skip
+
+
+def fixed_part(data: dict[str, Any], scenario: dict[str, Any]) -> dict[str, float]:
+    """What a sustained rate's million events carry whatever they do: the hourly sweep and upkeep, the event
+    sources' idle long polls, the custom metrics, alarms and dashboard (nothing for a burst)."""
+    if not scenario["sustained"]:
+        return dict.fromkeys((*cost.LINES, "total"), 0.0)
+    hours = 1e6 / (scenario["rate"] * 3600)
+    hourly = cost.dollars({n: usage(r) for n, r in data["hourly"].items()}, data["memory"], {})
+    resources = data.get("resources", {})
+    idle = cost.fixed(data["polled"], len(data.get("metrics", [])), resources.get("alarms", 0),
+                      resources.get("dashboards", 0), hours)  # fmt: skip
+    return {k: hourly[k] * hours + idle[k] for k in hourly}
 
 
 def per_million(data: dict[str, Any], scenario: dict[str, Any], function: str | None = None) -> dict[str, float]:
-    """Dollars per million events by line (of one function when given; the hourly jobs, idle polling and
-    crawler fetches belong to the whole)."""
-    memory, events = data["memory"], scenario["events"]
+    """Dollars per million events by line: of one function when given, else of everything (with the fixed part
+    and the crawlers' fetches)."""
+    events = scenario["events"]
     used = {n: usage(r) for n, r in scenario["functions"].items() if function in (None, n)}
     crawl = {"files": sum(scenario["puts"].values()), "bytes": scenario["put_bytes"]} if function is None else {}
-    bill = cost.scaled(cost.dollars(used, memory, crawl), 1e6 / events)
-    if scenario["sustained"] and function is None:
-        hours = 1e6 / (scenario["rate"] * 3600)
-        fixed = cost.dollars({n: usage(r) for n, r in data["hourly"].items()}, memory, {})
-        idle = cost.idle_polling(data["polled"], hours)
-        bill = {k: v + fixed[k] * hours + idle[k] for k, v in bill.items()}
+    bill = cost.scaled(cost.dollars(used, data["memory"], crawl), 1e6 / events)
+    if function is None:
+        bill = {k: v + fixed_part(data, scenario)[k] for k, v in bill.items()}
     return bill
 
 
+def _n(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value < 10 else f"{value:,.1f}"
+
+
+def _usd(value: float) -> str:
+    return f"{value:,.2f}"
+
+
+def _row(label: str, used: dict[str, Any], files: int | None = None, sitemap_bytes: int | None = None) -> str:
+    sqs = sum(used["sqs"].values())
+    return (f"| {label} | {_n(used['rru'])} | {_n(used['wru'] + used['gsi_wru'])} | {used['items_read']:,} | "
+            f"{used['s3'].get('PUT', 0):,} | {used['s3'].get('GET', 0):,} | {used['bytes_up']:,} | "
+            f"{'' if sitemap_bytes is None else f'{sitemap_bytes:,}'} | {sqs:,} | {used['invocations']:,} | "
+            f"{used['cpu_s']:.2f} |")  # fmt: skip
+
+
+def _by(data: dict[str, Any], label: str) -> dict[str, Any]:
+    return next(s for s in data["scenarios"] if s["label"] == label)
+
+
+def _roles(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    roles: dict[str, list[dict[str, Any]]] = {}
+    for i, scenario in enumerate(data["scenarios"]):
+        roles.setdefault(scenario.get("role") or ("one", "spread")[min(i, 1)] if i < 2 else "cost", []).append(scenario)
+    return roles
+
+
 def section(data: dict[str, Any]) -> list[str]:
-    return ["## Incremental updates", "", "(draft)", ""]
+    """The section, with its tables and what they mean."""
+    roles = _roles(data)
+    one, spread, costs = roles["one"][0], roles["spread"][0], roles["cost"]
+    full = data["import"]
+    spread_total = total(spread)
+    sitemap_full = full["bytes_up"]  # the import writes snapshots too; both count as bytes uploaded
+    lines = [
+        "## Incremental updates",
+        "",
+        f"A site of {data['pages']:,} pages in {data['files']:,} files (the full-build export) is loaded with the "
+        "`import` use case (the full publish); then events go through the real Lambda handlers in virtual time, "
+        "batched as `template.yaml` configures each event source (`bench/traffic.py`): the ingest window of "
+        "5 s or 100 events, FIFO groups that hold a section's marks while its rebuild runs (so they are coalesced "
+        "into its next rebuild, up to 10 messages of up to 100 pages), the index queue's 5 s delay. The adapters "
+        "run on the in-memory AWS of `tests/sim`; every call they make is counted and billed as AWS bills it, from "
+        "the real items' sizes (`bench/meter.py`). CPU is the service's own (the fakes' time taken out).",
+        "",
+        "| | read units | write units | items read | S3 PUTs | S3 GETs | bytes uploaded | of which sitemaps | "
+        "SQS requests | invocations | CPU (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        _row("full publish (import)", full),
+        _row(f"one changed page ({one['puts'] and len(one['puts'])} files put)", total(one), None, None),
+        _row(f"{spread['events']:,} spread changes at 1,000/s", spread_total, None, spread["put_bytes"]),
+        "",
+        "Write units include the second unit of each transactional write and the sparse `pending` index. "
+        f"{spread['events']:,} spread changes cost {spread_total['rru'] / max(1.0, full['rru']):.2f} of the full "
+        f"publish in read units and {spread_total['bytes_up'] / max(1, sitemap_full):.2f} of its bytes uploaded "
+        f"(goal: at most 1). {len([n for n in spread['puts'] if n.endswith('.gz')]):,} files were rewritten, none "
+        f"more than {max([c for n, c in spread['puts'].items() if n.endswith('.gz')], default=0)} times; "
+        f"the closest two puts of one file were {spread['min_gap_s']} s apart (virtual time).",
+        "",
+        "### Cost per million events",
+        "",
+        "Every line at AWS list prices, us-east-1, without free tiers (prices, billing rules and assumptions in "
+        "`bench/cost.py`). The sustained rates also carry the hourly sweep and upkeep and the event sources' idle "
+        "long polls; the burst is what its events add. Before: the table this section showed until "
+        f"{cost.BEFORE_DATE}, from item counts times an assumed item size, with CloudFront invalidations.",
+        "",
+        "| scenario | | Lambda | SQS | DynamoDB | S3 | CloudFront | CloudWatch | total (USD per 1M events) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for scenario in costs:
+        before = cost.BEFORE.get(scenario["label"])
+        if before:
+            lines.append(f"| {scenario['label']} | before ({cost.BEFORE_DATE}) | "
+                         + " | ".join(_usd(before[k]) if k in before else "" for k in (*cost.LINES, "total"))
+                         + " |")  # fmt: skip
+        else:
+            lines.append(f"| {scenario['label']} | before | not measured | | | | | | |")
+        bill = per_million(data, scenario)
+        lines.append(f"| {scenario['label']} | after ({data['date']}) | "
+                     + " | ".join(_usd(bill[k]) for k in (*cost.LINES, "total")) + " |")  # fmt: skip
+    lines += [
+        "",
+        "By function, per million events (the counts per event); `fixed` is the sustained rates' share of the hourly "
+        "jobs, idle polls, metrics, alarms and dashboard, `crawlers` the fetches of what changed:",
+        "",
+        "| scenario | function | invocations | Lambda | SQS | DynamoDB | S3 | CloudFront | CloudWatch | read units | "
+        "write units | S3 requests | SQS requests |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for scenario in costs:
+        events = scenario["events"]
+        parts = {name: per_million(data, scenario, name) for name in scenario["functions"]}
+        parts["fixed"] = fixed_part(data, scenario)
+        crawl = {"files": sum(scenario["puts"].values()), "bytes": scenario["put_bytes"]}
+        parts["crawlers"] = cost.scaled(cost.dollars({}, data["memory"], crawl), 1e6 / events)
+        for name, bill in parts.items():
+            raw = scenario["functions"].get(name)
+            label = "CMS (its sends)" if name == "cms" else name.removesuffix("Function")
+            counts = "| | | | |"
+            if raw is not None:
+                units = f"| {raw['rru'] / events:.2f} | {(raw['wru'] + raw['gsi_wru']) / events:.2f} | "
+                counts = units + f"{sum(raw['s3'].values()) / events:.2f} | {sum(raw['sqs'].values()) / events:.2f} |"
+            calls = f"{raw['invocations'] / events:.3f}" if raw is not None else ""
+            lines.append(f"| {scenario['label']} | {label} | {calls} | "
+                         + " | ".join(_usd(bill[k]) for k in cost.LINES) + f" {counts}")  # fmt: skip
+    lines += ["", *FINDINGS, ""]
+    return lines
+
+
+# What the figures mean; kept with the code that renders them (update when they change).
+FINDINGS: list[str] = []

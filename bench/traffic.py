@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import importlib
 import json
+import logging
 import math
 import random
 from collections import Counter
@@ -37,6 +38,7 @@ from tests.sim.fakes import Message, SimQueueState
 from tests.sim.world import ACCOUNT, TEMPLATE
 
 ROUND_TRIP_S = 0.02
+SERVICE = "sitemap-updater"  # POWERTOOLS_SERVICE_NAME: the logger every handler's Powertools Logger writes to
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,9 @@ class Driver:
         self.fifo = [f for f in self.functions.values() if f.queue is not None and f.queue.fifo]
         self.rng = random.Random(7)
         use_pipeline(sim.pipeline, Notifiers(Http(meter), None, sleep=lambda _s: None, monotonic=lambda: 0.0))
+        for handler in logging.getLogger(SERVICE).handlers:  # the Powertools loggers' lines, counted
+            if isinstance(handler, logging.StreamHandler):
+                handler.setStream(meter.logs)
 
     def memory(self) -> dict[str, int]:
         return {name: f.memory_mb for name, f in self.functions.items()}
