@@ -81,7 +81,11 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_simulation.py",
         "tests/integration/test_dead_letters.py",
     ],
-    "service/messages.py": ["tests/unit/test_simulation.py", "tests/integration/test_dead_letters.py"],
+    "service/messages.py": [
+        "tests/unit/test_batch_outcomes.py",
+        "tests/unit/test_simulation.py",
+        "tests/integration/test_dead_letters.py",
+    ],
     "service/notify.py": [
         "tests/unit/test_aws_failures.py",
         "tests/unit/test_simulation.py",

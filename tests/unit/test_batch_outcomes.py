@@ -1,0 +1,143 @@
+"""What the rebuild, index and notify functions answer for a batch (service/messages.py): which messages SQS gets
+back, which go to the dead-letter queue and with what reason, and that the rest of the batch still does its work.
+On the in-memory stack of ``test_recovery``, with the dead-letter queues behind a recording SQS client."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.service import messages
+from sitemap_updater.service.messages import index_batch, notify_batch, rebuild_batch
+from sitemap_updater.service.notify import Notifiers, NotifyResult
+from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.rebuild import rebuild_section
+from tests.conftest import BASE
+from tests.unit.test_dead_letter_reasons import FIFO_DLQ, Sqs, attributes, queue, record
+from tests.unit.test_recovery import Stack, page, replace_settings
+
+
+class Engine(HttpClient):
+    """A search engine answering every request with one status; records the URLs of each request."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__()
+        self.status = status
+        self.posts: list[list[str]] = []
+
+    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
+        self.posts.append(list(body["urlList"]) if body else [])
+        return HttpResponse(self.status, {}, "")
+
+
+def _with_dead_letters(stack: Stack, sqs: Sqs, max_receive_count: int) -> Pipeline:
+    """The stack's pipeline with FIFO dead-letter queues for rebuild, index and notify."""
+    settings = {f"{name}_max_receive_count": max_receive_count for name in ("rebuild", "index", "notify")}
+    pipeline = replace_settings(stack, indexnow_key="0123456789abcdef", **settings)
+    dlq = queue(sqs, FIFO_DLQ)
+    return replace(pipeline, rebuild_dead_letters=dlq, index_dead_letters=dlq, notify_dead_letters=dlq)
+
+
+def _notifiers(engine: Engine) -> Notifiers:
+    return Notifiers(engine, None, sleep=lambda _s: None, monotonic=lambda: 0.0)
+
+
+def _change(*urls: str) -> str:
+    return json.dumps({"changed": dict.fromkeys(urls, "added"), "digests": dict.fromkeys(urls, "d")})
+
+
+def test_an_unreadable_change_record_fails_alone_and_the_rest_is_announced() -> None:
+    sqs = Sqs()
+    pipeline = _with_dead_letters(Stack(), sqs, 2)
+    engine = Engine(200)
+    batch = [record("bad", 1, body="{not json"), record("good", 1, body=_change(f"{BASE}/blog/a"))]
+    result, settled = notify_batch(batch, pipeline, _notifiers(engine))
+    assert isinstance(result, NotifyResult) and engine.posts == [[f"{BASE}/blog/a"]]
+    assert settled.failures == ["bad"]
+    # On its last receive it is dead-lettered, with why it could not be read
+    _, settled = notify_batch([record("bad", 2, body="{not json")], pipeline, _notifiers(engine))
+    [dead] = settled.dead_lettered
+    assert dead.message_id == "bad" and dead.reason.startswith("failed on all 2 receives: unreadable change record: ")
+    assert "JSONDecodeError" in dead.reason and attributes(sqs.sent[0])["reason"] == dead.reason
+
+
+def test_a_search_engine_that_stays_busy_fails_every_message_with_that_reason() -> None:
+    sqs = Sqs()
+    pipeline = _with_dead_letters(Stack(), sqs, 3)
+    batch = [record("m-1", 3, body=_change(f"{BASE}/blog/a")), record("m-2", 1, body=_change(f"{BASE}/blog/b"))]
+    result, settled = notify_batch(batch, pipeline, _notifiers(Engine(503)))
+    assert result is None and settled.failures == ["m-2"]
+    [dead] = settled.dead_lettered
+    assert dead.reason == (
+        "failed on all 3 receives: search engine busy: NotifyRetry: IndexNow answered 503 4 times; will retry"
+    )
+    assert sqs.sent[0]["MessageGroupId"] == "notify"
+
+
+def test_a_failing_notifier_returns_its_error_and_fails_every_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    pipeline = _with_dead_letters(Stack(), Sqs(), 5)
+
+    def broken(*_args: Any) -> NotifyResult:
+        raise RuntimeError("table gone")
+
+    monkeypatch.setattr(messages, "notify", broken)
+    result, settled = notify_batch(
+        [record("m-1", 1, body=_change(f"{BASE}/blog/a"))], pipeline, _notifiers(Engine(200))
+    )
+    assert result == "RuntimeError: table gone" and settled.failures == ["m-1"]
+
+
+def _marks(*names_sections: tuple[str, str]) -> str:
+    marks = [{"url": f"{BASE}/{s}/{n}", "key": "0000000000000001", "change": "added"} for n, s in names_sections]
+    return json.dumps({"section": names_sections[0][1], "marks": marks})
+
+
+def test_a_rebuild_batch_fails_only_the_messages_of_sections_that_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    sqs = Sqs()
+    stack = Stack()
+    stack.send(page("a", version=1), page("b", version=1, section="news"), page("c", version=1, section="docs"))
+    stack.queues["rebuild"].messages.clear()
+    pipeline = _with_dead_letters(stack, sqs, 2)
+
+    def failing(pipeline: Pipeline, section: str, marks: list[Any]) -> Any:
+        if section != "blog":
+            raise RuntimeError(f"{section} broken")
+        return rebuild_section(pipeline, section, marks)
+
+    monkeypatch.setattr(messages, "rebuild_section", failing)
+    batch = [
+        record("blog", 1, body=_marks(("a", "blog"))),
+        record("docs", 2, body=_marks(("c", "docs"))),
+        record("news", 1, body=_marks(("b", "news"))),
+        record("junk", 1, body="[]"),
+    ]
+    outcome = rebuild_batch(batch, pipeline)
+    # The blog section published; the news and docs sections failed, and so did every message marking them
+    assert [s.section for s in outcome.sections] == ["blog"] and outcome.sections[0].put
+    assert outcome.errors == {"docs": "RuntimeError: docs broken", "news": "RuntimeError: news broken"}
+    assert outcome.response() == {"batchItemFailures": [{"itemIdentifier": "news"}, {"itemIdentifier": "junk"}]}
+    assert list(outcome.unreadable) == ["junk"] and outcome.unreadable["junk"].startswith("unreadable: ")
+    # The message on its last receive is dead-lettered with its section's error
+    [dead] = outcome.dead_lettered
+    assert (dead.message_id, dead.reason) == ("docs", "failed on all 2 receives: docs: RuntimeError: docs broken")
+    assert len(sqs.sent) == 1
+
+
+def test_a_failed_index_rebuild_returns_its_error_and_dead_letters_in_the_index_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sqs = Sqs()
+    pipeline = _with_dead_letters(Stack(), sqs, 4)
+
+    def broken(_pipeline: Pipeline) -> Any:
+        raise OSError("bucket gone")
+
+    monkeypatch.setattr(messages, "rebuild_index", broken)
+    error, settled = index_batch([record("i-1", 4), record("i-2", 3)], pipeline)
+    assert error == "OSError: bucket gone" and settled.failures == ["i-2"]
+    assert [d.reason for d in settled.dead_lettered] == ["failed on all 4 receives: OSError: bucket gone"]
+    assert sqs.sent[0]["MessageGroupId"] == "index"
