@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 from urllib.parse import unquote
 
@@ -14,6 +16,7 @@ from werkzeug import Request, Response
 from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.adapters.search_console import SearchConsole
 from sitemap_updater.local.runner import LocalRun
+from sitemap_updater.local.stack import session
 from sitemap_updater.service.notify import Notifiers, notify, search_console_hint
 from tests.conftest import BASE, event
 from tests.integration.conftest import FIXED_NOW, bodies
@@ -71,17 +74,124 @@ def test_new_updated_and_deleted_pages_are_sent_exactly(
     assert run.published(everything=True)[f"{KEY}.txt"] == KEY.encode()
 
 
-def test_a_url_is_sent_at_most_once_per_window(httpserver: HTTPServer, moto_endpoint: str) -> None:
+def wake_up(run: LocalRun) -> list[list[str]]:
+    """What the scheduled wake-up does on AWS (an EventBridge event into the notifier's FIFO group), then the
+    URL lists the notifier reported."""
+    scheduled = {"id": str(uuid.uuid4()), "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
+    sqs = session().client("sqs", endpoint_url=run.endpoint_url)
+    sqs.send_message(
+        QueueUrl=run.stack.queue_url("NotifyQueue"), MessageBody=json.dumps(scheduled), MessageGroupId="notify"
+    )
+    return [n["urls"] for n in run.send_wave([]).as_dict()["notifications"]]
+
+
+def window_scenario(run: LocalRun, now: list[Any]) -> list[list[list[str]]]:
+    """Two pages announced; then, inside IndexNow's 300 s window, one changes twice, one is deleted and a new one
+    is added; then wake-ups before, at and after the window's end, and the same content again. Returns the URL
+    lists each step reported."""
+    a, b, c = f"{BASE}/blog/a", f"{BASE}/blog/b", f"{BASE}/blog/c"
+    start = now[0]
+    steps: list[list[list[str]]] = []
+
+    def wave(at_s: int, events: list[dict[str, Any]]) -> None:
+        now[0] = start + timedelta(seconds=at_s)
+        steps.append([n["urls"] for n in run.send_wave(bodies(events)).as_dict()["notifications"]])
+
+    def wake(at_s: int) -> None:
+        now[0] = start + timedelta(seconds=at_s)
+        steps.append(wake_up(run))
+
+    wave(0, [event(a, version=1), event(b, version=1)])
+    wave(10, [event(a, version=2, lastmod="2026-11-21")])
+    wave(20, [event(a, version=3, lastmod="2026-11-22"), event(b, type="delete", version=2), event(c, version=1)])
+    wake(100)
+    wake(301)
+    wake(360)
+    wave(400, [event(a, version=4, lastmod="2026-11-22")])  # a newer version with the content already announced
+    return steps
+
+
+WINDOW_STEPS = [
+    [[f"{BASE}/blog/a", f"{BASE}/blog/b"]],
+    [],  # a changed inside its window: held, not dropped
+    [[f"{BASE}/blog/c"]],  # c is new; a's second change replaces its first, b's removal waits too
+    [],  # the window has not ended
+    [[f"{BASE}/blog/a", f"{BASE}/blog/b"]],  # sent once the window ends
+    [],
+    [],  # never twice for the same content
+]
+
+
+def test_a_change_inside_the_quiet_window_is_sent_once_it_ends_and_only_once(
+    httpserver: HTTPServer, moto_endpoint: str
+) -> None:
     httpserver.expect_request("/indexnow", method="POST").respond_with_data("", status=202)
+    now = [FIXED_NOW]
+    endpoint = httpserver.url_for("/indexnow")
+    with LocalRun(BASE, None, moto_endpoint, clock=lambda: now[0], name="window", indexnow_endpoint=endpoint) as run:
+        steps = window_scenario(run, now)
+        assert run.pipeline.store.held("indexnow", 10**10) == {}
+    assert steps == WINDOW_STEPS
+    posted = [json.loads(request.data)["urlList"] for request, _ in httpserver.log]
+    assert posted == [urls for step in WINDOW_STEPS for urls in step]
+
+
+def test_a_dry_run_reports_the_same_lists_as_a_real_run(moto_endpoint: str) -> None:
+    now = [FIXED_NOW]
+    with LocalRun(BASE, None, moto_endpoint, clock=lambda: now[0], name="window-dry") as run:
+        assert run.settings.notify_dry_run
+        assert window_scenario(run, now) == WINDOW_STEPS  # the real run's lists, asserted above
+
+
+# Every step of a notifier run that holds, sends and releases; "before mark_sent" is "after request".
+CRASHES = [("held", "before"), ("hold", "before"), ("hold", "after"), ("request", "before"), ("request", "after"),
+           ("mark_sent", "after"), ("release", "before"), ("release", "after")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("step", "when"), CRASHES)
+def test_a_notifier_crash_at_any_step_loses_no_held_change_and_repeats_at_most_the_unrecorded_request(
+    httpserver: HTTPServer, moto_endpoint: str, monkeypatch: pytest.MonkeyPatch, step: str, when: str
+) -> None:
+    httpserver.expect_request("/indexnow", method="POST").respond_with_data("", status=200)
+    now = [FIXED_NOW]
     url = f"{BASE}/blog/a"
     endpoint = httpserver.url_for("/indexnow")
-    with LocalRun(
-        BASE, None, moto_endpoint, clock=lambda: FIXED_NOW, name="window", indexnow_endpoint=endpoint
-    ) as local:
-        local.send_wave(bodies([event(url, version=1)]))
-        report = local.send_wave(bodies([event(url, version=2, lastmod="2026-11-21")])).as_dict()
-    assert report["changed_urls"] == [url] and report["notifications"] == []
-    assert len(httpserver.log) == 1
+    name = f"crash-{step}-{when}".replace("_", "-")
+    with LocalRun(BASE, None, moto_endpoint, clock=lambda: now[0], name=name, indexnow_endpoint=endpoint) as run:
+        run.send_wave(bodies([event(url, version=1)]))
+        crashed: list[str] = []
+
+        def crash_once(call: Callable[..., Any]) -> Callable[..., Any]:
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                if when == "before" and not crashed:
+                    crashed.append(step)
+                    raise ConnectionError(f"died before {step}")
+                result = call(*args, **kwargs)
+                if when == "after" and not crashed:
+                    crashed.append(step)
+                    raise ConnectionError(f"died after {step}")
+                return result
+
+            return wrapped
+
+        if step == "request":
+            monkeypatch.setattr(HttpClient, "request", crash_once(HttpClient.request))
+        else:
+            object.__setattr__(run.pipeline.store, step, crash_once(getattr(run.pipeline.store, step)))
+        now[0] = FIXED_NOW + timedelta(seconds=10)
+        run.send_wave(bodies([event(url, version=2, lastmod="2026-11-21")]))  # held: inside the window
+        now[0] = FIXED_NOW + timedelta(seconds=301)
+        wake_up(run)
+        wake_up(run)
+        assert crashed == [step]
+        assert run.pipeline.store.held("indexnow", 10**10) == {}
+        sqs = session().client("sqs", endpoint_url=run.endpoint_url)
+        dead_letters = run.stack.queue_url("NotifyDeadLetterQueue")
+        dead = sqs.get_queue_attributes(QueueUrl=dead_letters, AttributeNames=["ApproximateNumberOfMessages"])
+        assert dead["Attributes"]["ApproximateNumberOfMessages"] == "0"
+    posted = [json.loads(request.data)["urlList"] for request, _ in httpserver.log]
+    # The first content once; the second once, or twice when the crash fell between IndexNow's answer and its record
+    assert posted == [[url]] + [[url]] * (2 if (step, when) == ("request", "after") else 1)
 
 
 def test_duplicates_and_identical_republishes_send_nothing(

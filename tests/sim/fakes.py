@@ -212,6 +212,35 @@ class FakeStore(ManifestStore):
 
         self._call("put_item", put)
 
+    # --- changes held back by a quiet window, by (channel, URL): expiry and the held change -----------------
+    held_items: dict[tuple[str, str], tuple[int, SentRecord]]
+
+    def _held_items(self) -> dict[tuple[str, str], tuple[int, SentRecord]]:
+        if not hasattr(self, "held_items"):
+            self.held_items = {}
+        return self.held_items
+
+    def held(self, channel: str, now_s: int) -> dict[str, SentRecord]:
+        def query() -> dict[str, SentRecord]:
+            items = sorted(self._held_items().items())
+            return {url: change for (ch, url), (expires, change) in items if ch == channel and expires > now_s}
+
+        return dict(self._call("query", query))
+
+    def hold(self, changes: dict[str, SentRecord], channel: str, expires_at_s: int) -> None:
+        def put() -> None:
+            for url, change in changes.items():
+                self._held_items()[(channel, url)] = (expires_at_s, change)
+
+        self._call("batch_write_item", put)
+
+    def release(self, urls: list[str], channel: str) -> None:
+        def delete() -> None:
+            for url in urls:
+                self._held_items().pop((channel, url), None)
+
+        self._call("batch_write_item", delete)
+
 
 # --- S3 ----------------------------------------------------------------------------------------------------
 @dataclass

@@ -473,6 +473,54 @@ class ManifestStore:
             Item={"pk": _s("index"), "sk": _s("index"), "sha256": _s(sha256), "generation": _n(generation)},
         )
 
+    # --- changes held back by a quiet window (``held#<channel>``, one item per URL, keyed by its SHA-256) ----
+    def held(self, channel: str, now_s: int) -> dict[str, SentRecord]:
+        """Changes ``channel`` holds back: for each URL, the digest to announce and the end of the quiet window it
+        waits out (``quiet_until_s``). Expired items are ignored."""
+        found: dict[str, SentRecord] = {}
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": _s(f"held#{channel}")},
+        )
+        for page in pages:
+            for item in page.get("Items", []):
+                if int(item["expires_at"]["N"]) > now_s:
+                    found[item["url"]["S"]] = SentRecord(int(item["quiet_until"]["N"]), item["digest"]["S"])
+        return found
+
+    def hold(self, changes: dict[str, SentRecord], channel: str, expires_at_s: int) -> None:
+        """Hold changes back until their quiet window ends; a URL's newer change replaces its older one."""
+        self._batch_requests(
+            [
+                {"PutRequest": {"Item": {
+                    **self._held_key(url, channel), "url": _s(url), "digest": _s(change.digest),
+                    "quiet_until": _n(change.quiet_until_s), "expires_at": _n(expires_at_s)}}}
+                for url, change in sorted(changes.items())
+            ]
+        )  # fmt: skip
+
+    def release(self, urls: list[str], channel: str) -> None:
+        """Forget the held changes of ``urls`` (announced, or made obsolete by a later announcement)."""
+        self._batch_requests([{"DeleteRequest": {"Key": self._held_key(url, channel)}} for url in sorted(set(urls))])
+
+    def _batch_requests(self, requests: list[dict[str, Any]]) -> None:
+        """BatchWriteItem of puts and deletes, 25 at a time; unprocessed ones are sent again after a backoff."""
+        for start in range(0, len(requests), 25):
+            pending: Any = {self.table: requests[start : start + 25]}
+            for attempt in range(1, self._unprocessed.attempts + 1):
+                pending = self._client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or None
+                if not pending:
+                    break
+                if attempt == self._unprocessed.attempts:
+                    raise StillUnprocessed(f"batch_write_item left items unprocessed {attempt} times")
+                self._unprocessed.pause(attempt)
+
+    @staticmethod
+    def _held_key(url: str, channel: str) -> dict[str, Any]:
+        """A held change's key: one partition per channel (a Query lists them), the URL's SHA-256 as sort key."""
+        return {"pk": _s(f"held#{channel}"), "sk": _s(hashlib.sha256(url.encode()).hexdigest())}
+
 
 def page_record(url: str, item: dict[str, Any]) -> PageRecord:
     """A page-state item as read."""

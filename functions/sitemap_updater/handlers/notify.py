@@ -27,6 +27,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     elif isinstance(done, str):
         logger.error("notification failed; the change records will be retried", extra={"error": done})
     else:
+        if done.held:  # changed again inside their quiet window: sent once it ends (the wake-up runs every minute)
+            logger.info("held until the quiet window ends", extra={"urls": len(done.held)})
         for sent in done.sent:
             logger.info("notified", extra={"endpoint": sent.endpoint, "status": sent.status, "urls": len(sent.urls)})
             metrics.add_metric(name="UrlsNotified", unit=MetricUnit.Count, value=len(sent.urls))

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.adapters.manifest import SentRecord
 from sitemap_updater.adapters.search_console import SearchConsole
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME
@@ -54,7 +55,8 @@ class Notification:
 class NotifyResult:
     sent: list[Notification] = field(default_factory=list)
     rejected: list[Notification] = field(default_factory=list)
-    skipped_recent: list[str] = field(default_factory=list)
+    already_sent: list[str] = field(default_factory=list)  # their current content was announced already
+    held: list[str] = field(default_factory=list)  # changed inside their quiet window: sent when it ends
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ def _send(notifiers: Notifiers, call: Callable[[], HttpResponse], deadline: floa
 
 def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifiers) -> NotifyResult:
     """Handle change records: ``{"changed": {url: change}}`` from section rebuilds and ``{"index": ...}``
-    from index rebuilds. Nothing is sent for records without changes."""
+    from index rebuilds; any other record (the scheduled wake-up) only lets changes held back by the quiet window
+    go out once it has ended. Nothing is sent for records without changes."""
     settings = pipeline.settings
     result = NotifyResult()
     digests: dict[str, str] = {}  # URL -> digest of the entry now shown ("" once removed); in FIFO order
@@ -111,11 +114,47 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
             digests[url] = str(record.get("digests", {}).get(url, UNKNOWN))
     now_s = to_micros(pipeline.clock()) // 1_000_000
     deadline = notifiers.deadline()
-    if digests and settings.indexnow_key:
+    if settings.indexnow_key:
         _indexnow(digests, pipeline, notifiers, now_s, result, deadline)
     if any("index" in record for record in records) and notifiers.search_console is not None:
         _search_console(pipeline, notifiers.search_console, notifiers, now_s, result, deadline)
     return result
+
+
+@dataclass(slots=True)
+class IndexNowPlan:
+    """What to do with each URL: send it now, hold it until its window ends, or nothing (already announced, or
+    held earlier and announced since); ``release`` lists the held changes to forget once the sends are recorded."""
+
+    send: dict[str, str] = field(default_factory=dict)
+    hold: dict[str, SentRecord] = field(default_factory=dict)
+    done: list[str] = field(default_factory=list)
+    release: list[str] = field(default_factory=list)
+
+
+def plan_indexnow(
+    digests: dict[str, str], held: dict[str, SentRecord], sent: dict[str, SentRecord], now_s: int
+) -> IndexNowPlan:
+    """Decide per URL. ``digests`` are the changes of this batch (newer than anything held), ``held`` the changes
+    waiting out a window and ``sent`` what IndexNow last accepted. A URL is announced once per content and at most
+    once per window: a change inside the window is held until the window ends, never dropped."""
+    plan = IndexNowPlan()
+    due = {url: h for url, h in held.items() if h.quiet_until_s <= now_s and url not in digests}
+    for url in sorted({**due, **digests}):
+        digest = digests[url] if url in digests else due[url].digest
+        last = sent.get(url)
+        if url in held:
+            plan.release.append(url)  # replaced below when it must wait again
+        if last is not None and digest != UNKNOWN and last.digest == digest:
+            plan.done.append(url)  # this content was announced already (a redelivery, or a second record)
+        elif url in due and last is not None and last.quiet_until_s > due[url].quiet_until_s:
+            plan.done.append(url)  # announced after it was held, by a newer change that replaced it
+        elif last is not None and last.quiet_until_s > now_s:
+            plan.hold[url] = SentRecord(last.quiet_until_s, digest)
+        else:
+            plan.send[url] = digest
+    plan.release = [url for url in plan.release if url not in plan.hold]
+    return plan
 
 
 def _indexnow(
@@ -126,32 +165,52 @@ def _indexnow(
     result: NotifyResult,
     deadline: float,
 ) -> None:
-    """POST the changed URLs, less those sent within the quiet window and those whose current content was
-    already accepted: a change redelivered after a crash, or carried by two records, is announced once."""
-    settings = pipeline.settings
-    urls = sorted(digests)
-    sent = pipeline.store.sent_records(urls, INDEXNOW, now_s)
-    recent = {
-        u for u, r in sent.items() if r.quiet_until_s > now_s or (digests[u] != UNKNOWN and r.digest == digests[u])
-    }
-    result.skipped_recent = sorted(recent)
-    fresh = [url for url in urls if url not in recent]
-    if not fresh:
+    """POST the changed URLs and the held changes whose window has ended. A change inside a URL's window is held
+    (``held#indexnow`` items) and sent by the first run after the window, which the scheduled wake-up starts;
+    what was accepted is recorded before its held change is released, so a crash at any point loses nothing and
+    repeats at most the one request whose answer was not recorded. A dry run records as if accepted, so it
+    reports the same lists."""
+    store = pipeline.store
+    held = store.held(INDEXNOW, now_s)
+    due = [url for url, h in held.items() if h.quiet_until_s <= now_s]
+    if not digests and not due:
         return
+    plan = plan_indexnow(digests, held, store.sent_records(sorted({*digests, *due}), INDEXNOW, now_s), now_s)
+    result.already_sent, result.held = sorted(plan.done), sorted(plan.hold)
+    if plan.hold:
+        store.hold(plan.hold, INDEXNOW, max(h.quiet_until_s for h in plan.hold.values()) + SENT_RETENTION_S)
+    fresh = sorted(plan.send)
+    if fresh:
+        _post_indexnow(fresh, plan.send, pipeline, notifiers, now_s, result, deadline)
+    if plan.release:
+        store.release(plan.release, INDEXNOW)
+
+
+def _post_indexnow(
+    fresh: list[str],
+    digests: dict[str, str],
+    pipeline: Pipeline,
+    notifiers: Notifiers,
+    now_s: int,
+    result: NotifyResult,
+    deadline: float,
+) -> None:
+    settings = pipeline.settings
     key = settings.indexnow_key
     pipeline.bucket.put_if_absent(f"{key}.txt", key.encode())  # the key file, served at the site root by the CDN
     host = urlsplit(pipeline.site.base_url).netloc
+    quiet = now_s + settings.indexnow_window_seconds
     for start in range(0, len(fresh), MAX_URLS_PER_REQUEST):
         chunk = fresh[start : start + MAX_URLS_PER_REQUEST]
         body = {"host": host, "key": key, "keyLocation": f"{pipeline.site.base_url}/{key}.txt", "urlList": chunk}
         if settings.notify_dry_run:
+            pipeline.store.mark_sent({u: digests[u] for u in chunk}, INDEXNOW, quiet, quiet + SENT_RETENTION_S)
             result.sent.append(Notification(settings.indexnow_endpoint, None, chunk))
             continue
         post = partial(notifiers.http.request, "POST", settings.indexnow_endpoint, body)
         response, attempts = _send(notifiers, post, deadline)
         notification = Notification(settings.indexnow_endpoint, response.status, chunk, attempts, response.body)
         if response.status in ACCEPTED:
-            quiet = now_s + settings.indexnow_window_seconds
             pipeline.store.mark_sent({u: digests[u] for u in chunk}, INDEXNOW, quiet, quiet + SENT_RETENTION_S)
             result.sent.append(notification)
         elif response.status == 429 or response.status >= 500:
@@ -173,13 +232,14 @@ def _search_console(
     sent = pipeline.store.sent_records([feed], SEARCH_CONSOLE, now_s).get(feed)
     if sent is not None and sent.quiet_until_s > now_s:
         return  # submitted within the interval; Google re-reads a submitted index by itself
-    if settings.notify_dry_run:
+    quiet = now_s + settings.search_console_interval_seconds
+    if settings.notify_dry_run:  # recorded as if accepted, so a dry run reports what a real one sends
+        pipeline.store.mark_sent({feed: ""}, SEARCH_CONSOLE, quiet, quiet + 1)
         result.sent.append(Notification(settings.search_console_api, None, [feed]))
         return
     response, attempts = _send(notifiers, lambda: console.submit(settings.property_url, feed), deadline)
     notification = Notification(settings.search_console_api, response.status, [feed], attempts, response.body)
     if response.status in (200, 204):
-        quiet = now_s + settings.search_console_interval_seconds
         pipeline.store.mark_sent({feed: ""}, SEARCH_CONSOLE, quiet, quiet + 1)
         result.sent.append(notification)
     elif response.status == 429 or response.status >= 500:
