@@ -284,3 +284,27 @@ def test_search_console_gets_the_index_once_per_interval_and_403_explains(
     assert [n.status for n in first.sent] == [204] and again.sent == []
     assert puts == [path]
     assert "not an owner" in search_console_hint(403) and "sc-domain:" in search_console_hint(403)
+
+
+def test_a_held_change_overtaken_by_a_newer_announcement_is_not_sent_again(
+    httpserver: HTTPServer, moto_endpoint: str
+) -> None:
+    httpserver.expect_request("/indexnow", method="POST").respond_with_data("", status=202)
+    now = [FIXED_NOW]
+    url = f"{BASE}/blog/a"
+    endpoint = httpserver.url_for("/indexnow")
+    with LocalRun(BASE, None, moto_endpoint, clock=lambda: now[0], name="overtaken", indexnow_endpoint=endpoint) as run:
+        run.send_wave(bodies([event(url, version=1)]))
+        now[0] = FIXED_NOW + timedelta(seconds=10)
+        run.send_wave(bodies([event(url, version=2, lastmod="2026-11-21")]))
+        store = run.pipeline.store
+        (held,) = store.held("indexnow", 0).values()
+        now[0] = FIXED_NOW + timedelta(seconds=301)
+        run.send_wave(bodies([event(url, version=3, lastmod="2026-11-22")]))  # the newest content, sent now
+        # Given the held older change left behind (a run that died after its send was recorded, before releasing)
+        store.hold({url: held}, "indexnow", 10**10)
+        for later in (360, 700):
+            now[0] = FIXED_NOW + timedelta(seconds=later)
+            assert wake_up(run) == []
+        assert store.held("indexnow", 0) == {}
+    assert [json.loads(request.data)["urlList"] for request, _ in httpserver.log] == [[url], [url]]
