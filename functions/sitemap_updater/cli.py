@@ -9,18 +9,15 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from sitemap_updater.core.errors import LimitExceeded
 from sitemap_updater.core.events import event_json_schema
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError
-from sitemap_updater.service.adopt import MAX_FILE_BYTES, MAX_TOTAL_BYTES, Adoption
+from sitemap_updater.service.adopt import MAX_FILE_BYTES, MAX_TOTAL_BYTES
 from sitemap_updater.service.build import MAX_REJECTED_SHARE, BuildRefused, BuildResult, build
-
-if TYPE_CHECKING:
-    from sitemap_updater.local.runner import LocalRun
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -215,49 +212,6 @@ class _Progress:
             self._stream.write("\n")
 
 
-class _AdoptProgress:
-    """Files, pages and bytes read so far, on one line of a terminal; silent otherwise."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._active = stream.isatty()
-
-    def __call__(self, adoption: Adoption) -> None:
-        if self._active:
-            self._stream.write(
-                f"\radopting: {adoption.files:,} files, {adoption.pages:,} pages, "
-                f"{adoption.bytes_read / 1e6:,.1f} MB read"
-            )
-            self._stream.flush()
-
-    def close(self) -> None:
-        if self._active:
-            self._stream.write("\n")
-
-
-def _adopt(location: str, site: Site, max_total_bytes: int) -> tuple[list[str], int]:
-    """Read a site's sitemaps; print what was skipped or dropped. The events, and the exit status so far:
-    2 when nothing could be read, 1 when nothing was adopted or something was skipped."""
-    progress = _AdoptProgress(sys.stderr)
-    adoption = Adoption(site, max_total_bytes=max_total_bytes, progress=progress)
-    bodies = list(adoption.events(location))
-    progress.close()
-    for line in adoption.warning_lines:
-        print(line, file=sys.stderr)
-    for note in adoption.notes:
-        print(f"note: {note}", file=sys.stderr)
-    for problem in adoption.problems:
-        print(f"not adopted: {problem}", file=sys.stderr)
-    print(f"adopted {location}: {adoption.pages:,} pages from {adoption.files:,} files "
-          f"({adoption.bytes_read:,} bytes); {len(adoption.problems):,} problems")  # fmt: skip
-    if adoption.files == 0:
-        return [], EXIT_USAGE
-    if not bodies:
-        print("sitemap-updater: no page adopted; nothing imported", file=sys.stderr)
-        return [], EXIT_FAILED
-    return bodies, EXIT_FAILED if adoption.problems else EXIT_OK
-
-
 def _summary(result: BuildResult, out: Path, seconds: float) -> str:
     lines = [
         f"{result.lines:,} lines read: {result.accepted:,} events accepted, {len(result.rejections):,} rejected",
@@ -335,7 +289,9 @@ def _local(args: argparse.Namespace) -> int:
             print(f"  {logical}: {physical}")
         status = EXIT_OK
         if args.import_events is not None or args.adopt is not None:
-            status = _local_import(run, args)
+            from sitemap_updater.cli_import import local_import
+
+            status = local_import(run, args)
             if status == EXIT_USAGE or (status != EXIT_OK and args.adopt is None):
                 return status
         for path in args.events:
@@ -354,64 +310,6 @@ def _local(args: argparse.Namespace) -> int:
     if args.report is not None:
         args.report.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"published files copied to {args.out}")
-    return status
-
-
-def _local_import(run: LocalRun, args: argparse.Namespace) -> int:
-    from sitemap_updater.local.runner import read_events_file
-
-    source = args.import_events or args.adopt
-    status = EXIT_OK
-    if args.adopt is not None:
-        bodies, status = _adopt(args.adopt, args.site, args.max_total_bytes)
-        if not bodies:
-            return status
-    else:
-        try:
-            bodies = read_events_file(args.import_events)
-        except (OSError, ValueError) as exc:
-            print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    result = run.import_site(bodies)
-    for line, reason in result.rejections:
-        print(f"{source}:{line}: rejected: {reason}", file=sys.stderr)
-    written = sum(len(s.put) for s in result.sections)
-    print(f"import ({source}): {result.pages:,} pages, {written:,} sitemap files published, "
-          f"{len(result.rejections):,} rejected")  # fmt: skip
-    return status
-
-
-def _import(args: argparse.Namespace) -> int:
-    import os
-
-    import boto3
-
-    from sitemap_updater.service.bulk_import import import_events
-    from sitemap_updater.service.pipeline import Pipeline
-    from sitemap_updater.settings import Settings, SettingsError
-
-    try:
-        settings = Settings.from_env(os.environ)
-    except SettingsError as exc:
-        print(f"sitemap-updater: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    pipeline = Pipeline.connect(settings, boto3.session.Session().client, args.endpoint_url)
-    status = EXIT_OK
-    if args.sitemap is not None:
-        bodies, status = _adopt(args.sitemap, pipeline.site, args.max_total_bytes)
-        if not bodies:
-            return status
-    else:
-        try:
-            bodies = [line for line in args.events.read_text(encoding="utf-8").splitlines() if line.strip()]
-        except (OSError, ValueError) as exc:
-            print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    result = import_events(bodies, pipeline)
-    for line, reason in result.rejections:
-        print(f"{args.events or args.sitemap}:{line}: rejected: {reason}", file=sys.stderr)
-    written = sum(len(s.put) for s in result.sections)
-    print(f"{result.pages:,} pages imported; {written:,} sitemap files published; {len(result.rejections):,} rejected")
     return status
 
 
@@ -447,7 +345,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "local":
         return _local(args)
     if args.command == "import":
-        return _import(args)
+        from sitemap_updater.cli_import import run_import
+
+        return run_import(args)
     if args.command == "schema":
         print(json.dumps(event_json_schema(), indent=2, ensure_ascii=False))
         return EXIT_OK
