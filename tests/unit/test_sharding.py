@@ -33,12 +33,32 @@ def test_page_key_is_stable_and_64_bit() -> None:
 def test_section_slugs_are_ascii_file_name_parts(section: str) -> None:
     slug = section_slug(section)
     assert slug.isascii() and slug.replace("-", "").isalnum()
-    assert len(slug) <= 49
+    assert len(slug) <= 58  # an SQS message group ID (the section's FIFO group) may have 128
 
 
 def test_distinct_sections_never_share_a_slug() -> None:
     sections = ["blog", "Blog", "BLOG", "b-log", "b log", "über", "uber", "日本", "中国"]
     assert len({section_slug(s) for s in sections}) == len(sections)
+
+
+def test_a_section_named_like_another_s_slug_gets_a_file_name_of_its_own() -> None:
+    # The case: "Blog" was written as blog-8c6bc099, a valid section name of its own
+    for section in ("Blog", "über uns", "a" * 41, "日本語", "-blog", "blog-"):
+        lookalike = section_slug(section)
+        assert section_slug(lookalike) != lookalike  # a name that looks like a slug is not taken as one
+        assert KeyRange(0, KEY_SPACE, 0).file_name(section) != KeyRange(0, KEY_SPACE, 0).file_name(lookalike)
+    # plain names stay as they are
+    assert [section_slug(s) for s in ("blog", "de-at", "a1", "a" * 40)] == ["blog", "de-at", "a1", "a" * 40]
+
+
+def test_two_sections_that_differ_only_in_case_publish_two_files_each_listed_once() -> None:
+    # Given one page in section "Blog" and one in the section named as Blog's file name part
+    lookalike = section_slug("Blog")
+    bodies = [event(f"{BASE}/x/a", section="Blog"), event(f"{BASE}/x/b", section=lookalike)]
+    built = reference_site(bodies)
+    # Then each is in a file of its own and the index names two files
+    assert len(built.files) == 2 and built.url_count == 2
+    assert built.index.count(b"<sitemap>") == 2
 
 
 def test_file_names_name_the_section_and_range_start() -> None:

@@ -215,24 +215,25 @@ def check_entry_size(event: PageEvent, entry: Entry, prefix: str = "") -> None:
         ],
         "videos": [],
         "alternates": [(len(escape_text(a.href)) + 40, {}) for a in event.alternates],
-        "news": [(len(entry.news), {})],
+        "news": [(len(entry.news), {} if event.news is None else _texts(title=event.news.title))],
     }
     for video in event.videos:
         out: list[str] = []
         _video(video, out)
+        uploader = video.uploader.name if video.uploader is not None else None
         texts = _texts(title=video.title, description=video.description, tags="".join(video.tags))
+        texts.update(_texts(**{"uploader.name": uploader}))
         parts["videos"].append((sum(map(len, out)), texts))
     name, items = max(parts.items(), key=lambda part: sum(size for size, _ in part[1]))
     total = sum(size for size, _ in items)
     field = name
-    if name in ("images", "videos", "alternates"):
-        index = max(range(len(items)), key=lambda i: items[i][0])
-        size, texts = items[index]
-        if size * 2 >= total:
-            field = f"{name}[{index}]"
-            text, text_size = max(texts.items(), key=lambda t: t[1], default=("", 0))
-            if text_size * 2 >= size:
-                field += f".{text}"
+    index = max(range(len(items)), key=lambda i: items[i][0])
+    size, texts = items[index]
+    if size * 2 > total:  # one item is most of it: name the item, and its text when that is most of the item
+        field = f"{name}[{index}]" if name in ("images", "videos", "alternates") else name
+        text, text_size = max(texts.items(), key=lambda t: t[1], default=("", 0))
+        if text_size * 2 > size:
+            field += f".{text}"
     path = f"{prefix}{field}"
     reason = (
         f"the page's sitemap entry would be {entry.size:,} bytes once rendered and escaped ({total:,} of them "

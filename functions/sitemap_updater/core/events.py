@@ -69,6 +69,8 @@ def _w3c_datetime(value: object) -> object:
     """Accept a date (``2026-11-20``) or a date-time with a UTC offset, within the window; reject a naive
     date-time."""
     text: str | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError("must be a W3C date or date-time string, not a number")
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -250,6 +252,7 @@ class ParsedEvent:
 def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEvent:
     """Decode, unwrap (EventBridge, SNS) and validate one event; raise EventRejected naming the field."""
     if isinstance(body, str | bytes):
+        body = _without_bom(body)
         size = len(body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body)
         if size > MAX_BODY_BYTES:
             raise EventRejected.single("(body)", f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes")
@@ -269,6 +272,13 @@ def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEven
     except ValidationError as exc:
         raise EventRejected.from_validation_error(exc, prefix) from None
     return _checked(ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, prefix))), prefix)
+
+
+def _without_bom(body: str | bytes) -> str | bytes:
+    """A byte order mark before the JSON is ignored (RFC 8259 allows it), as text and as bytes alike."""
+    if isinstance(body, str):
+        return body.removeprefix("\ufeff")
+    return body.removeprefix(b"\xef\xbb\xbf")
 
 
 def _checked(parsed: ParsedEvent, prefix: str) -> ParsedEvent:
