@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import itertools
 import json
 import subprocess
 import sys
@@ -432,3 +433,14 @@ def test_the_total_cap_stops_the_adoption_with_its_reason(tmp_path: Path) -> Non
     events, adoption = adopt(str(tmp_path / "sitemap.xml"), max_total_bytes=size - 1000)
     assert f"adoption stopped: more than {size - 1000:,} bytes read in all" in adoption.problems
     assert 200 <= len(events) < 300
+
+
+def test_a_gzip_file_of_several_members_padded_with_zeros_reads_whole(tmp_path: Path) -> None:
+    # Given one sitemap gzipped in three members (as concatenated gzip files are), cut anywhere, then padding
+    document = urlset(*[url(f"/blog/p{i}") for i in range(3000)])
+    cuts = [0, 70_001, 140_003, len(document)]
+    packed = b"".join(gzip.compress(document[a:b]) for a, b in itertools.pairwise(cuts)) + bytes(1)
+    (tmp_path / "sitemap.xml.gz").write_bytes(packed)
+    # When it is adopted, every page is read and nothing is reported
+    events, adoption = adopt(str(tmp_path / "sitemap.xml.gz"))
+    assert len(events) == 3000 and adoption.problems == []

@@ -347,11 +347,13 @@ def _peek(chunks: Iterator[bytes]) -> tuple[bytes, Iterator[bytes]]:
 
 
 def _gunzip(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """Gunzip a stream of one or more gzip members, never more than a chunk at a time; bytes after the last
-    member that start no other (padding) are ignored, as gzip does."""
-    inflate, finished, fed, produced = zlib.decompressobj(wbits=31), 0, False, False
+    """Gunzip a stream of one or more gzip members, never more than a chunk at a time; zero bytes or bytes
+    that start no member after the last one (padding) are ignored, as gzip does."""
+    inflate, finished, fed, produced, padding = zlib.decompressobj(wbits=31), 0, False, False, True
     for data in chunks:
         while data or fed:
+            if finished and not produced:
+                padding = padding and not data.strip(b"\0")
             try:
                 piece = inflate.decompress(data, _CHUNK)
             except zlib.error as exc:
@@ -363,10 +365,10 @@ def _gunzip(chunks: Iterator[bytes]) -> Iterator[bytes]:
                 yield piece
             if inflate.eof:
                 data, finished = inflate.unused_data, finished + 1
-                inflate, fed, produced = zlib.decompressobj(wbits=31), False, False
+                inflate, fed, produced, padding = zlib.decompressobj(wbits=31), False, False, True
                 continue
             data = inflate.unconsumed_tail
             if not data and len(piece) < _CHUNK:
                 break
-    if fed:
+    if fed and not (finished and not produced and padding):
         raise _FileError("gzip data cut short")
