@@ -37,6 +37,12 @@ _ENV = {
     "search_console_interval_seconds": "SEARCH_CONSOLE_INTERVAL_SECONDS",
     "search_console_api": "SEARCH_CONSOLE_API",
     "robots_check": "ROBOTS_CHECK",
+    "ingest_queue_url": "INGEST_QUEUE_URL",
+    "webhook_secret_id": "WEBHOOK_SECRET_ID",
+    "webhook_secret_ttl_seconds": "WEBHOOK_SECRET_TTL_SECONDS",
+    "webhook_mapping_file": "WEBHOOK_MAPPING_FILE",
+    "webhook_max_body_bytes": "WEBHOOK_MAX_BODY_BYTES",
+    "webhook_window_seconds": "WEBHOOK_WINDOW_SECONDS",
 }
 INDEXNOW_ENDPOINT = "https://api.indexnow.org/indexnow"
 SEARCH_CONSOLE_API = "https://www.googleapis.com/webmasters/v3"
@@ -87,6 +93,15 @@ class Settings(BaseModel):
     search_console_interval_seconds: Annotated[int, Field(ge=0)] = 3600
     search_console_api: Annotated[str, Field(pattern=r"^https?://")] = SEARCH_CONSOLE_API
     robots_check: bool = False
+    # Webhooks (issue 16): the queue the endpoint sends page events to; the secret's ARN (Secrets Manager) or
+    # ``ssm:/name`` (Parameter Store), read again after its TTL; the mapping file (relative to the functions'
+    # directory); the largest body accepted (413 above); how far a signed timestamp may be from now.
+    ingest_queue_url: str = ""
+    webhook_secret_id: str = ""
+    webhook_secret_ttl_seconds: Annotated[int, Field(ge=0, le=86_400)] = 300
+    webhook_mapping_file: str = "webhook-mapping.json"
+    webhook_max_body_bytes: Annotated[int, Field(ge=1024, le=6_291_456)] = 1_048_576  # Function URLs take 6 MB
+    webhook_window_seconds: Annotated[int, Field(ge=1, le=86_400)] = 300
 
     @field_validator("site_url")
     @classmethod

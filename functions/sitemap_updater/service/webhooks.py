@@ -1,0 +1,167 @@
+"""Receive one CMS webhook: check its size and signature, map it to page events, put them on the ingest queue.
+
+The answer is 2xx only once every event is on the queue, so a CMS retries whatever did not get there. A
+redelivery is harmless by construction: an event is a pure function of the signed payload (its ``occurred_at``
+and ``version`` are the CMS's own updated-at and revision), so the same webhook gives the same events, which the
+ingest recognises by their equal rank as duplicates: one SQS message and one read each, nothing written, no
+rebuild, no notification (docs/architecture.md, "Ingest"). The queue is a standard one and does not deduplicate;
+nor does this function, which would need a store of its own for what the ingest already does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from sitemap_updater.adapters.queues import MessageQueue
+from sitemap_updater.adapters.secrets import CachedSecrets, SecretsUnavailable, secret_reader
+from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.urls import Site
+from sitemap_updater.core.webhooks_mapping import Unmapped, WebhookMapping, map_document
+from sitemap_updater.core.webhooks_payloads import Ignored, PayloadError, read_document
+from sitemap_updater.core.webhooks_signatures import CMSES, Cms, SignatureRejected, WebhookRequest, verify
+from sitemap_updater.service.runtime import BotocoreClients
+from sitemap_updater.settings import Settings
+
+FUNCTIONS_DIR = Path(__file__).resolve().parents[2]  # /var/task on Lambda: where the mapping file is deployed
+
+
+class EventQueue(Protocol):
+    def send(self, body: dict[str, Any], group: str | None = None, dedup: str | None = None) -> None: ...
+
+
+class SecretStore(Protocol):
+    def secrets(self, cms: str) -> tuple[str, ...]: ...
+
+    def refresh(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The HTTP answer, and what to log about it (never the body)."""
+
+    status: int
+    body: dict[str, Any]
+    log: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class WebhookReceiver:
+    """The endpoint's use case, one instance per process."""
+
+    site: Site
+    mapping: WebhookMapping
+    secrets: SecretStore
+    queue: EventQueue
+    max_body_bytes: int = 1_048_576
+    window_s: int = 300
+
+    def receive(self, request: WebhookRequest) -> Reply:
+        name = request.path.split("?")[0].strip("/").lower()
+        size = len(request.body)
+        log: dict[str, Any] = {"cms": name[:40], "bytes": size}
+        if name not in CMSES:
+            return Reply(404, {"error": f"no webhook at this path; use one of /{', /'.join(CMSES)}"}, log)
+        if request.method.upper() != "POST":
+            return Reply(405, {"error": "webhooks are POST requests"}, log)
+        cms: Cms = name
+        if size > self.max_body_bytes:
+            return Reply(413, {"error": f"{size:,} bytes; at most {self.max_body_bytes:,}"}, log)
+        try:
+            self._check_signature(cms, request)
+        except SecretsUnavailable as exc:
+            return Reply(503, {"error": "the webhook secret cannot be read now; retry"}, {**log, "reason": str(exc)})
+        except SignatureRejected as exc:
+            return Reply(exc.status, {"error": exc.reason}, {**log, "reason": exc.reason})
+        return self._accept(cms, request, log)
+
+    def _check_signature(self, cms: Cms, request: WebhookRequest) -> None:
+        try:
+            verify(cms, request, self.secrets.secrets(cms), self.window_s)
+        except SignatureRejected as exc:
+            # A mismatch may be a rotation the cache has not seen yet: read the secret again (rate-limited).
+            if exc.status != 403 or "does not match" not in exc.reason or not self.secrets.refresh():
+                raise
+            verify(cms, request, self.secrets.secrets(cms), self.window_s)
+
+    def _accept(self, cms: Cms, request: WebhookRequest, log: dict[str, Any]) -> Reply:
+        try:
+            data = json.loads(request.body)
+            document = read_document(cms, request.headers, data)
+            if isinstance(document, Ignored):
+                return Reply(200, {"ignored": document.reason}, {**log, "ignored": document.reason})
+            received_at = datetime.fromtimestamp(request.received_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+            mapped = map_document(document, self.mapping, self.site.base_url, received_at)
+            for event in mapped.events:  # the ingest's own validation, so that the CMS hears of a bad event
+                parse_event(json.dumps(event), self.site)
+        except (ValueError, RecursionError) as exc:  # JSON, PayloadError, Unmapped, EventRejected
+            reason = _reason(exc)
+            return Reply(400, {"error": reason}, {**log, "reason": reason})
+        urls = [str(e["url"]) for e in mapped.events]
+        log = {**log, "id": document.id, "action": document.action, "urls": urls, "warnings": list(mapped.warnings)}
+        try:
+            self._send(mapped.events)
+        except Exception as exc:  # any failure to enqueue: the CMS must retry
+            return Reply(503, {"error": "the events could not be queued; retry"}, {**log, "reason": repr(exc)})
+        return Reply(202, {"accepted": len(urls), "urls": urls, "warnings": list(mapped.warnings)}, log)
+
+    def _send(self, events: Sequence[dict[str, Any]]) -> None:
+        for event in events:
+            self.queue.send(event)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg} at character {exc.pos})"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not valid UTF-8"
+    if isinstance(exc, RecursionError):
+        return "JSON is nested too deeply"
+    if isinstance(exc, EventRejected):
+        return f"the mapped event is not valid: {exc}"
+    if isinstance(exc, PayloadError | Unmapped):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def load_mapping(path: str | Path) -> WebhookMapping:
+    """Read and validate a mapping file (JSON); a relative path is relative to the functions' directory."""
+    resolved = Path(path) if Path(path).is_absolute() else FUNCTIONS_DIR / path
+    return WebhookMapping.model_validate_json(resolved.read_bytes())
+
+
+_current: WebhookReceiver | None = None
+
+
+def current_receiver() -> WebhookReceiver:
+    """The receiver of this process, built at the first request (cold start) from the environment."""
+    global _current
+    if _current is None:
+        settings = Settings.from_env(os.environ)
+        if not settings.ingest_queue_url or not settings.webhook_secret_id:
+            raise RuntimeError("INGEST_QUEUE_URL and WEBHOOK_SECRET_ID must be set for the webhook function")
+        clients = BotocoreClients()
+        store = "ssm" if settings.webhook_secret_id.startswith("ssm:") else "secretsmanager"
+        _current = WebhookReceiver(
+            site=settings.site,
+            mapping=load_mapping(settings.webhook_mapping_file),
+            secrets=CachedSecrets(
+                secret_reader(clients.client(store), settings.webhook_secret_id), settings.webhook_secret_ttl_seconds
+            ),
+            queue=MessageQueue(clients.client("sqs"), settings.ingest_queue_url),
+            max_body_bytes=settings.webhook_max_body_bytes,
+            window_s=settings.webhook_window_seconds,
+        )
+    return _current
+
+
+def use_receiver(receiver: WebhookReceiver | None) -> None:
+    """Serve the handler of this process with ``receiver`` (local runs and tests); None resets."""
+    global _current
+    _current = receiver
