@@ -250,6 +250,7 @@ def test_a_bad_field_is_dropped_with_a_warning_and_its_page_kept(tmp_path: Path)
             "</news:publication><news:publication_date>2026-11-20</news:publication_date>"
             "<news:title>T</news:title></news:news><mobile:mobile xmlns:mobile='urn:m'/>",
         ),
+        url("/f", lastmod="2026-11-20T23:30:00"),
     ]
     path = tmp_path / "sitemap.xml"
     path.write_bytes(urlset(*bad))
@@ -257,16 +258,18 @@ def test_a_bad_field_is_dropped_with_a_warning_and_its_page_kept(tmp_path: Path)
     events, adoption = adopt(str(path))
     by_url = {e["url"].rsplit("/", 1)[1]: e for e in events}
     # Then every page is kept, without the bad field but with the rest
-    assert sorted(by_url) == ["a", "b", "c", "d", "e"]
+    assert sorted(by_url) == ["a", "b", "c", "d", "e", "f"]
     assert "changefreq" not in by_url["a"] and by_url["a"]["priority"] == 0.3
     assert "priority" not in by_url["b"] and "lastmod" not in by_url["b"]
     assert by_url["b"]["occurred_at"] == UNKNOWN_TIME
     assert by_url["c"]["images"] == [{"loc": "https://cdn.example.com/ok.jpg"}]
     assert "alternates" not in by_url["d"] and "news" not in by_url["e"]
+    assert by_url["f"]["lastmod"] == "2026-11-20"  # a time without its offset: only its date is certain
     # And each dropped field is a warning naming the file, the field and the first page
     warnings = "\n".join(adoption.warning_lines)
     for text in ("changefreq:", "priority:", "lastmod: 'last tuesday'", "images[0].loc:", "image:geo_location",
-                 "alternates[0].hreflang:", "news.publication_language:", "{urn:m}mobile"):  # fmt: skip
+                 "alternates[0].hreflang:", "news.publication_language:", "{urn:m}mobile",
+                 "lastmod: '2026-11-20T23:30:00' has no UTC offset: its time dropped, its date kept"):  # fmt: skip
         assert text in warnings
     assert f"{path}: warning: 1 page(s): changefreq:" in warnings and f"(first: {BASE}/a)" in warnings
     assert adoption.problems == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import http.client
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ class Adoption:
         self._hosts = {_host(self.site.base_url)}
         if _is_url(location):
             self._hosts.add(_host(location))
+        location = location if _is_url(location) else str(Path(location).resolve())
         seen = {location}
         stack = [(location, "")]
         try:
@@ -245,7 +247,7 @@ class Adoption:
         """The event as JSON once valid, after dropping each field the contract rejects (with a warning)."""
         url = str(event.get("url") or "(no loc)")
         for name, why in dropped:
-            self._warn(where, name, f"{name}: {why}", url)
+            self._warn(where, name, why, url)
         for _ in range(_FIXES):
             try:
                 parsed = parse_event(event, self.site)
@@ -256,7 +258,7 @@ class Adoption:
                     return None
                 for problem in exc.problems:  # occurred_at is the lastmod: one warning for both
                     if problem.field != "occurred_at" or "lastmod" not in fields:
-                        self._warn(where, problem.field, f"{problem}: dropped, the page kept", url)
+                        self._warn(where, problem.field, f"{problem.reason}: dropped, the page kept", url)
                 continue
             self.pages += 1
             if self.progress is not None and self.pages % 1000 == 0:
@@ -265,8 +267,10 @@ class Adoption:
         self.problems.append(f"{where}: page {url} skipped: too many invalid fields")
         return None
 
-    def _warn(self, where: str, name: str, text: str, url: str) -> None:
-        found = self.warnings.setdefault((where, name.translate(_NO_DIGITS)), _Warning(text, url))
+    def _warn(self, where: str, name: str, why: str, url: str) -> None:
+        """Count a dropped field per file, field and kind of reason (the values in it aside)."""
+        key = (where, f"{name.translate(_NO_DIGITS)}: {_QUOTED.sub('', why)}")
+        found = self.warnings.setdefault(key, _Warning(f"{name}: {why}", url))
         found.count += 1
 
     def _child(self, parent: str, child: str) -> str | None:
@@ -282,10 +286,11 @@ class Adoption:
         if _is_url(parent):
             return child.partition("#")[0]
         name = urlsplit(child).path.rsplit("/", 1)[-1]  # a copy on disk: the file of that name beside the index
-        return str(Path(parent).parent / name)
+        return str((Path(parent).parent / name).resolve())
 
 
 _NO_DIGITS = str.maketrans("", "", "0123456789")
+_QUOTED = re.compile(r"'[^']*'")
 
 
 def _check_root(element: Any) -> None:

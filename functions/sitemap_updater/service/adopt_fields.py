@@ -25,6 +25,7 @@ _VIDEO_FLAGS = ("family_friendly", "requires_subscription", "live")
 _LISTS = {"images": MAX_IMAGES, "videos": MAX_VIDEOS, "alternates": MAX_ALTERNATES}
 _REQUIRED = {"images": {"loc"}, "videos": {"thumbnail_loc", "title", "description"}, "alternates": {"hreflang", "href"}}
 _OPTIONAL = ("lastmod", "changefreq", "priority", "section")
+_NAIVE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?")
 _PATH = re.compile(r"(\w+)(?:\[(\d+)\])?(?:\.(\w+))?.*")
 
 Dropped = list[tuple[str, str]]  # (field, why): what the contract could not take
@@ -51,7 +52,7 @@ def page_event(url: Any, unknown_time: str) -> tuple[dict[str, Any], Dropped]:
         elif namespace == XHTML and name == "link" and child.get("rel") == "alternate" and child.get("hreflang"):
             alternates.append({"hreflang": child.get("hreflang"), "href": (child.get("href") or "").strip()})
         elif namespace not in _PREFIX and name in _PAGE:
-            _page_field(event, name, _text(child), unknown_time)
+            _page_field(event, name, _text(child), dropped)
         else:
             dropped.append((_label(child), "not a field of the event contract: dropped"))
     for name, items in (("images", images), ("videos", videos), ("alternates", alternates)):
@@ -92,10 +93,13 @@ def drop_fields(event: dict[str, Any], fields: list[str], unknown_time: str) -> 
     return True
 
 
-def _page_field(event: dict[str, Any], name: str, text: str, unknown_time: str) -> None:
+def _page_field(event: dict[str, Any], name: str, text: str, dropped: Dropped) -> None:
     if name == "loc":
         event["url"] = text
     elif name == "lastmod" and text:
+        if _NAIVE.fullmatch(text):  # a time without its offset: the day the source wrote is all that is known
+            dropped.append(("lastmod", f"{text!r} has no UTC offset: its time dropped, its date kept"))
+            text = text[:10]
         event["lastmod"] = text
         event["occurred_at"] = f"{text}T00:00:00Z" if len(text) == 10 else text
     elif name == "changefreq" and text:
