@@ -22,6 +22,7 @@ _PAGE = ("loc", "lastmod", "changefreq", "priority")
 _VIDEO_TEXT = ("thumbnail_loc", "title", "description", "content_loc", "player_loc", "duration",
                "expiration_date", "rating", "view_count", "publication_date")  # fmt: skip
 _VIDEO_FLAGS = ("family_friendly", "requires_subscription", "live")
+_VIDEO_ATTRIBUTES = {"restriction": {"relationship"}, "platform": {"relationship"}, "uploader": {"info"}}
 _LISTS = {"images": MAX_IMAGES, "videos": MAX_VIDEOS, "alternates": MAX_ALTERNATES}
 _REQUIRED = {"images": {"loc"}, "videos": {"thumbnail_loc", "title", "description"}, "alternates": {"hreflang", "href"}}
 _OPTIONAL = ("lastmod", "changefreq", "priority", "section")
@@ -113,6 +114,8 @@ def _video(video: Any, dropped: Dropped) -> dict[str, Any]:
     for child in video.iterchildren("*"):
         namespace, name = _name(child)
         text = _text(child)
+        for attribute in sorted(set(child.attrib) - _VIDEO_ATTRIBUTES.get(name, set())):
+            dropped.append((f"{_label(child)}@{attribute}", "not a field of the event contract: dropped"))
         if namespace != VIDEO:
             dropped.append((_label(child), "not a field of the event contract: dropped"))
         elif name in _VIDEO_TEXT:
