@@ -12,6 +12,7 @@ from sitemap_updater.service.adopt import Adoption
 
 if TYPE_CHECKING:
     from sitemap_updater.local.runner import LocalRun
+    from sitemap_updater.service.bulk_import import ImportResult
 
 
 class _AdoptProgress:
@@ -72,13 +73,7 @@ def local_import(run: LocalRun, args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    result = run.import_site(bodies)
-    for line, reason in result.rejections:
-        print(f"{source}:{line}: rejected: {reason}", file=sys.stderr)
-    written = sum(len(s.put) for s in result.sections)
-    print(f"import ({source}): {result.pages:,} pages, {written:,} sitemap files published, "
-          f"{len(result.rejections):,} rejected")  # fmt: skip
-    return status
+    return _imported(source, run.import_site(bodies), status)
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -107,9 +102,17 @@ def run_import(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    result = import_events(bodies, pipeline)
+    return _imported(args.events or args.sitemap, import_events(bodies, pipeline), status)
+
+
+def _imported(source: object, result: ImportResult, status: int) -> int:
+    """Print what an import did; its exit status (1 when no event was accepted: nothing was written)."""
     for line, reason in result.rejections:
-        print(f"{args.events or args.sitemap}:{line}: rejected: {reason}", file=sys.stderr)
+        print(f"{source}:{line}: rejected: {reason}", file=sys.stderr)
     written = sum(len(s.put) for s in result.sections)
-    print(f"{result.pages:,} pages imported; {written:,} sitemap files published; {len(result.rejections):,} rejected")
+    print(f"import ({source}): {result.pages:,} pages, {written:,} sitemap files published, "
+          f"{len(result.rejections):,} rejected")  # fmt: skip
+    if result.index is None:
+        print("sitemap-updater: no event was accepted; nothing imported", file=sys.stderr)
+        return EXIT_FAILED
     return status

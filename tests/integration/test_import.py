@@ -63,3 +63,21 @@ def test_adoption_never_resolves_entities(tmp_path: Path) -> None:
     path.write_bytes(XXE)
     urls = [json.loads(e)["url"] for e in Adoption(Site.parse(BASE)).events(str(path))]
     assert urls and all("root:" not in url for url in urls)
+
+
+def test_an_import_where_no_event_is_accepted_writes_nothing_and_exits_1(
+    local_run: LocalRunFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a stack that publishes a site
+    run = local_run()
+    run.import_site(json.dumps(event(f"{BASE}/blog/p{i}")) for i in range(5))
+    before = run.published()
+    # When an export whose every line is rejected (another host) is imported
+    export = tmp_path / "pages.jsonl"
+    export.write_text("\n".join(json.dumps(event(f"https://example.com/p{i}")) for i in range(3)), encoding="utf-8")
+    _use_stack_env(monkeypatch, run.stack.environment)
+    assert main(["import", "--events", str(export), "--endpoint-url", str(run.endpoint_url)]) == 1
+    # Then each line's reason and the refusal are printed, and the published files are as they were
+    err = capsys.readouterr().err
+    assert f"{export}:1: rejected: url: host 'example.com'" in err and "nothing imported" in err
+    assert run.published() == before

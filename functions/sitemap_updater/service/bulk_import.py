@@ -25,7 +25,8 @@ class ImportResult:
 
 def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
     """Validate every event, keep the newest per URL, write the manifests in batches, then publish every
-    section and the index once (no change records: a first import is not news to search engines)."""
+    section and the index once (no change records: a first import is not news to search engines). When no
+    event is accepted, nothing is written or published."""
     result = ImportResult()
     states = []
     for number, body in enumerate(bodies, start=1):
@@ -33,6 +34,8 @@ def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
             states.append(state_from_event(parse_event(body, pipeline.site).event))
         except EventRejected as exc:
             result.rejections.append((number, str(exc)))
+    if not states:  # nothing accepted: nothing written, nothing published
+        return result
     newest = reduce_states(states)
     writes = [page_write(state) for state in newest.values()]
     pipeline.store.import_pages(writes)
