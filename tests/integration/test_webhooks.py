@@ -1,0 +1,311 @@
+"""Signed CMS webhooks over real HTTP on 127.0.0.1, through the real handler, onto a real (moto) ingest queue.
+
+For every CMS: a valid webhook is queued as page events the ingest accepts; a wrong secret, a tampered body, a
+replay outside the window and a missing signature header are refused with nothing queued; an unmapped payload
+is a 400 with its reason. Then the HTTP contract: 413, 5xx when the queue fails, rotation without a redeploy,
+redeliveries that give identical events, and one publish through the whole pipeline into a sitemap.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from sitemap_updater.adapters.queues import MessageQueue
+from sitemap_updater.adapters.secrets import CachedSecrets, secret_reader
+from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.urls import Site
+from sitemap_updater.core.webhooks_signatures import CMSES
+from sitemap_updater.handlers.webhook import handler
+from sitemap_updater.local.webhooks import Sample, send, serve
+from sitemap_updater.service.webhooks import WebhookReceiver, load_mapping, use_receiver
+from tests.conftest import BASE
+from tests.integration.conftest import LocalRunFactory
+
+SAMPLES = Path(__file__).resolve().parents[2] / "events" / "webhooks"
+SECRETS: dict[str, str] = {cms: f"{cms}-secret-{'x' * 40}"[:64] for cms in CMSES}
+PUBLISH: dict[str, Path] = {cms: SAMPLES / cms / "publish.json" for cms in CMSES}
+TIMESTAMPED = ("contentful", "sanity", "ghost", "generic")  # schemes with a signed time
+
+
+@dataclass
+class Endpoint:
+    url: str
+    sqs: Any
+    queue_url: str
+    secrets_client: Any
+    secret_id: str
+
+    def post(self, sample: Sample, headers: dict[str, str] | None = None, body: bytes | None = None) -> tuple[int, Any]:
+        sent = sample.signed(SECRETS[sample.cms]) if headers is None else headers
+        return send(self.url, sample.path, sent, sample.body if body is None else body)
+
+    def queued(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        while True:
+            got = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+            messages = got.get("Messages", [])
+            if not messages:
+                return found
+            for message in messages:
+                found.append(json.loads(message["Body"]))
+                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _clients(endpoint: str) -> tuple[Any, Any]:
+    session = boto3.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+    return session.client("sqs", endpoint_url=endpoint), session.client("secretsmanager", endpoint_url=endpoint)
+
+
+@pytest.fixture
+def endpoint(moto_endpoint: str) -> Iterator[Endpoint]:
+    sqs, secrets = _clients(moto_endpoint)
+    name = f"webhooks-{uuid.uuid4().hex[:12]}"
+    queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    secret_id = secrets.create_secret(Name=name, SecretString=json.dumps(SECRETS))["ARN"]
+    receiver = WebhookReceiver(
+        site=Site.parse(BASE),
+        mapping=load_mapping("webhook-mapping.json"),
+        secrets=CachedSecrets(secret_reader(secrets, secret_id), ttl_s=300, min_refresh_s=0),
+        queue=MessageQueue(sqs, queue_url),
+    )
+    use_receiver(receiver)
+    try:
+        with serve(handler) as url:
+            yield Endpoint(url, sqs, queue_url, secrets, secret_id)
+    finally:
+        use_receiver(None)
+
+
+def _resigned(sample: Sample, **changes: Any) -> Sample:
+    data = json.loads(sample.body)
+    for path, value in changes.items():
+        target = data
+        keys = path.split("__")
+        for key in keys[:-1]:
+            target = target[key]
+        if value is None:
+            target.pop(keys[-1], None)
+        else:
+            target[keys[-1]] = value
+    return replace(sample, body=json.dumps(data, separators=(",", ":")).encode())
+
+
+# --- every CMS: valid, wrong secret, tampered, replayed, missing header, unmapped ---------------------------
+
+
+@pytest.mark.parametrize("cms", CMSES)
+def test_a_valid_publish_is_queued_as_events_the_ingest_accepts(endpoint: Endpoint, cms: str) -> None:
+    status, answer = endpoint.post(Sample.load(PUBLISH[cms]))
+    assert status == 202, answer
+    events = endpoint.queued()
+    assert [e["url"] for e in events] == answer["urls"] and events
+    for event in events:
+        assert event["type"] == "upsert"
+        parse_event(json.dumps(event), Site.parse(BASE))  # the ingest's own validation
+
+
+EXPECTED_URLS: dict[str, list[str]] = {
+    "contentful": [f"{BASE}/blog/webhooks-in", f"{BASE}/de/blog/webhooks-rein"],
+    "sanity": [f"{BASE}/news/launch-notes"],
+    "storyblok": [f"{BASE}/pricing"],
+    "ghost": [f"{BASE}/blog/ghost-published"],
+    "strapi": [f"{BASE}/news/strapi-goes-live"],
+    "generic": [f"{BASE}/blog/from-any-cms"],
+}
+
+
+@pytest.mark.parametrize("cms", CMSES)
+def test_the_mapping_places_each_sample_at_its_url(endpoint: Endpoint, cms: str) -> None:
+    status, answer = endpoint.post(Sample.load(PUBLISH[cms]))
+    assert status == 202
+    assert answer["urls"] == EXPECTED_URLS[cms]
+
+
+@pytest.mark.parametrize("cms", CMSES)
+def test_a_wrong_secret_is_refused_and_nothing_is_queued(endpoint: Endpoint, cms: str) -> None:
+    sample = Sample.load(PUBLISH[cms])
+    status, answer = endpoint.post(sample, headers=sample.signed("not-the-secret-" + "y" * 49))
+    assert status == 403, answer
+    assert endpoint.queued() == []
+
+
+@pytest.mark.parametrize("cms", CMSES)
+def test_a_tampered_body_is_refused(endpoint: Endpoint, cms: str) -> None:
+    sample = Sample.load(PUBLISH[cms])
+    headers = sample.signed(SECRETS[cms])
+    tampered = sample.body.replace(b'"2026-11-23', b'"2026-11-24', 1)
+    if cms == "storyblok":
+        tampered = sample.body.replace(b'"pricing"', b'"pricing-v2"')
+    assert tampered != sample.body
+    status, answer = endpoint.post(sample, headers=headers, body=tampered)
+    if cms == "strapi":  # a shared token signs nothing: Strapi's scheme cannot see a changed body
+        assert status == 202
+        endpoint.queued()
+        return
+    assert status == 403, answer
+    assert endpoint.queued() == []
+
+
+@pytest.mark.parametrize("cms", TIMESTAMPED)
+def test_a_replay_outside_the_window_is_refused(endpoint: Endpoint, cms: str) -> None:
+    sample = Sample.load(PUBLISH[cms])
+    ten_minutes_ago = int(time.time() * 1000) - 600_000
+    status, answer = endpoint.post(sample, headers=sample.signed(SECRETS[cms], at_ms=ten_minutes_ago))
+    assert status == 403, answer
+    assert "a replay" in answer["error"]
+    assert endpoint.queued() == []
+
+
+@pytest.mark.parametrize("cms", CMSES)
+def test_a_replay_inside_the_window_queues_identical_events(endpoint: Endpoint, cms: str) -> None:
+    """Storyblok and Strapi sign no time: any replay gets through, and like a CMS's own redelivery it gives
+    the very same events, which the ingest treats as duplicates (equal rank)."""
+    sample = Sample.load(PUBLISH[cms])
+    headers = sample.signed(SECRETS[cms])
+    first = endpoint.post(sample, headers=headers)
+    once = endpoint.queued()
+    time.sleep(0.002)  # a later arrival: the events must still not depend on when they came
+    second = endpoint.post(sample, headers=headers)
+    again = endpoint.queued()
+    assert first[0] == second[0] == 202
+    if cms == "storyblok":  # no time in the payload: occurred_at is the arrival, the rest is identical
+        once = [{k: v for k, v in e.items() if k != "occurred_at"} for e in once]
+        again = [{k: v for k, v in e.items() if k != "occurred_at"} for e in again]
+    assert once == again and once
+
+
+@pytest.mark.parametrize("cms", CMSES)
+def test_a_missing_signature_header_is_401(endpoint: Endpoint, cms: str) -> None:
+    sample = Sample.load(PUBLISH[cms])
+    status, answer = endpoint.post(sample, headers=dict(sample.headers))
+    assert status == 401, answer
+    assert endpoint.queued() == []
+
+
+UNMAPPED: dict[str, dict[str, Any]] = {
+    "contentful": {"sys__contentType__sys__id": "recipe"},
+    "sanity": {"_type": "recipe"},
+    "storyblok": {"full_slug": None},
+    "ghost": {"post__current__slug": None},
+    "strapi": {"model": "recipe"},
+    "generic": {"type": "recipe"},
+}
+
+
+@pytest.mark.parametrize("cms", CMSES)
+def test_an_unmapped_payload_is_400_with_its_reason(endpoint: Endpoint, cms: str) -> None:
+    sample = _resigned(Sample.load(PUBLISH[cms]), **UNMAPPED[cms])
+    status, answer = endpoint.post(sample)
+    assert status == 400, answer
+    assert "recipe" in answer["error"] or "slug (en-US): missing" in answer["error"]
+    assert endpoint.queued() == []
+
+
+# --- deletes, drafts, locales --------------------------------------------------------------------------------
+
+DELETES = [("sanity", "delete"), ("ghost", "unpublish"), ("ghost", "delete"), ("strapi", "unpublish")]
+
+
+@pytest.mark.parametrize(("cms", "name"), [*DELETES, ("generic", "delete")])
+def test_unpublish_and_delete_become_delete_events(endpoint: Endpoint, cms: str, name: str) -> None:
+    status, answer = endpoint.post(Sample.load(SAMPLES / cms / f"{name}.json"))
+    assert status == 202, answer
+    assert [e["type"] for e in endpoint.queued()] == ["delete"]
+
+
+@pytest.mark.parametrize(("cms", "name"), [("contentful", "unpublish"), ("storyblok", "unpublish")])
+def test_a_delete_without_the_url_fields_is_refused_not_guessed(endpoint: Endpoint, cms: str, name: str) -> None:
+    """Contentful's DeletedEntry and Storyblok's unpublish carry no slug: the URL cannot be known."""
+    status, answer = endpoint.post(Sample.load(SAMPLES / cms / f"{name}.json"))
+    assert status == 400
+    assert "missing or empty in the delete payload" in answer["error"]
+    assert endpoint.queued() == []
+
+
+@pytest.mark.parametrize(
+    ("cms", "name"),
+    [("contentful", "save-draft"), ("sanity", "draft"), ("storyblok", "asset"), ("strapi", "draft")],
+)
+def test_drafts_and_assets_are_acknowledged_and_ignored(endpoint: Endpoint, cms: str, name: str) -> None:
+    status, answer = endpoint.post(Sample.load(SAMPLES / cms / f"{name}.json"))
+    assert status == 200 and answer["ignored"]
+    assert endpoint.queued() == []
+
+
+def test_contentful_locales_become_hreflang_alternates(endpoint: Endpoint) -> None:
+    endpoint.post(Sample.load(PUBLISH["contentful"]))
+    events = endpoint.queued()
+    expected = [
+        {"hreflang": "en", "href": f"{BASE}/blog/webhooks-in"},
+        {"hreflang": "de", "href": f"{BASE}/de/blog/webhooks-rein"},
+    ]
+    assert [e["alternates"] for e in events] == [expected, expected]
+    assert {e["version"] for e in events} == {4}  # sys.revision: ordering survives out-of-order delivery
+    assert {e["lastmod"] for e in events} == {"2026-11-23T09:15:00.000Z"}
+
+
+# --- the HTTP contract -----------------------------------------------------------------------------------------
+
+
+def test_a_body_above_the_limit_is_413(endpoint: Endpoint) -> None:
+    sample = Sample.load(PUBLISH["generic"])
+    big = replace(sample, body=b'{"pad":"' + b"x" * 1_048_576 + b'"}')
+    status, _ = endpoint.post(big)
+    assert status == 413
+    assert endpoint.queued() == []
+
+
+def test_malformed_json_is_400(endpoint: Endpoint) -> None:
+    sample = replace(Sample.load(PUBLISH["generic"]), body=b'{"action": "publish",')
+    status, answer = endpoint.post(sample)
+    assert status == 400 and "not valid JSON" in answer["error"]
+
+
+def test_an_unknown_path_is_404_and_a_get_is_405(endpoint: Endpoint) -> None:
+    sample = Sample.load(PUBLISH["generic"])
+    assert send(endpoint.url, "/wordpress", sample.signed(SECRETS["generic"]), sample.body)[0] == 404
+    assert send(endpoint.url, "/generic", {}, b"", method="GET")[0] == 405
+
+
+def test_a_failed_send_is_5xx_so_the_cms_retries(endpoint: Endpoint) -> None:
+    endpoint.sqs.delete_queue(QueueUrl=endpoint.queue_url)
+    status, answer = endpoint.post(Sample.load(PUBLISH["ghost"]))
+    assert status == 503 and "retry" in answer["error"]
+
+
+def test_a_rotated_secret_is_used_without_a_redeploy(endpoint: Endpoint) -> None:
+    sample = Sample.load(PUBLISH["sanity"])
+    assert endpoint.post(sample)[0] == 202
+    rotated = {**SECRETS, "sanity": ["sanity-new-secret-" + "z" * 46]}
+    endpoint.secrets_client.put_secret_value(SecretId=endpoint.secret_id, SecretString=json.dumps(rotated))
+    status, _ = endpoint.post(sample, headers=sample.signed(rotated["sanity"][0]))
+    assert status == 202  # a mismatch reads the secret again before refusing
+    assert endpoint.post(sample)[0] == 403  # and the old secret no longer works
+
+
+def test_a_publish_reaches_the_sitemap(endpoint: Endpoint, local_run: LocalRunFactory) -> None:
+    run = local_run()
+    receiver = WebhookReceiver(
+        site=Site.parse(BASE),
+        mapping=load_mapping("webhook-mapping.json"),
+        secrets=CachedSecrets(lambda: json.dumps(SECRETS)),
+        queue=MessageQueue(endpoint.sqs, run.stack.queue_url("IngestQueue")),
+    )
+    use_receiver(receiver)
+    status, _ = endpoint.post(Sample.load(PUBLISH["ghost"]))
+    assert status == 202
+    run.drain()
+    files = run.published()
+    text = b"".join(gzip.decompress(data) for name, data in files.items() if name.endswith(".gz"))
+    assert f"{BASE}/blog/ghost-published".encode() in text
+    assert b"https://images.example-cdn.com/ghost-published.jpg" in text
