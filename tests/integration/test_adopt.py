@@ -447,3 +447,19 @@ def test_a_gzip_file_of_several_members_padded_with_zeros_reads_whole(tmp_path: 
     # When it is adopted, every page is read and nothing is reported
     events, adoption = adopt(str(tmp_path / "sitemap.xml.gz"))
     assert len(events) == 3000 and adoption.problems == []
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", "empty"),
+        (b" \n\t\n", "empty"),
+        (b"h" * 1_000_000, "not a sitemap (a line of more than 65,536 characters)"),
+        (b'<?xml version="1.0"?><rss version="2.0"><channel/></rss>', "not a sitemap (root element <rss>)"),
+    ],
+)
+def test_a_file_that_is_no_sitemap_is_named_with_its_reason(tmp_path: Path, content: bytes, reason: str) -> None:
+    path = tmp_path / "sitemap.txt"
+    path.write_bytes(content)
+    events, adoption = adopt(str(path))
+    assert events == [] and adoption.problems == [f"{path}: {reason}"]

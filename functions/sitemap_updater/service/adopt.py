@@ -35,6 +35,7 @@ UNKNOWN_TIME = "1970-01-01T00:00:00Z"
 MAX_REDIRECTS = 5
 _CHUNK = 64 * 1024
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_MAX_LINE = 65_536  # characters in a line of a text sitemap (a URL has at most 2,047)
 _FIXES = 8  # rounds of dropping rejected fields before a page is given up
 
 
@@ -230,6 +231,8 @@ class Adoption:
             for chunk in chunks:
                 lines = (pending + decoder.decode(chunk)).split("\n")
                 pending = lines.pop()
+                if len(pending) > _MAX_LINE:  # no URL is that long: this is no text sitemap
+                    raise _FileError(f"not a sitemap (a line of more than {_MAX_LINE:,} characters)")
                 for line in lines:
                     yield from self._text_line(where, line)
             yield from self._text_line(where, pending + decoder.decode(b"", final=True))
