@@ -91,7 +91,12 @@ TESTS: dict[str, list[str]] = {
         "tests/integration/test_notify.py",
     ],
     "service/bulk_import.py": ["tests/integration/test_pipeline.py"],
-    "service/adopt.py": ["tests/integration/test_import.py"],
+    "service/adopt.py": ["tests/integration/test_import.py", "tests/integration/test_adopt.py"],
+    "service/adopt_fields.py": ["tests/integration/test_import.py", "tests/integration/test_adopt.py"],
+    "core/webhooks_signatures.py": ["tests/integration/test_webhooks.py"],
+    "core/webhooks_payloads.py": ["tests/integration/test_webhooks.py"],
+    "core/webhooks_mapping.py": ["tests/integration/test_webhooks.py"],
+    "service/webhooks.py": ["tests/integration/test_webhooks.py"],
     "service/build.py": ["tests/integration/test_build_cli.py"],
     "service/pipeline.py": [
         "tests/unit/test_cold_start.py",
@@ -202,6 +207,32 @@ def run_tests(module: str, source: str | None, timeout: float) -> tuple[str, flo
     return outcome, child.seconds
 
 
+def clean_limits(modules: list[str], jobs: int) -> dict[str, float] | str:
+    """Each module's time limit: 4 times its tests' run without a mutant, at least 120 s (others share the
+    cores: a slow run is not a loop). Modules with the same tests share one run; ``jobs`` run at once. A module
+    whose tests fail without a mutant is returned instead."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for module in modules:
+        groups.setdefault(tuple(TESTS[module]), []).append(module)
+    waiting = list(groups.values())
+    running: list[tuple[list[str], Running]] = []
+    limits: dict[str, float] = {}
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            group = waiting.pop(0)
+            running.append((group, Running(None, group[0], None, 1800)))
+        time.sleep(0.05)
+        for group, child in list(running):
+            if (outcome := child.poll()) is not None:
+                running.remove((group, child))
+                if outcome != "passed":
+                    for _group, other in running:
+                        os.killpg(other.pid, signal.SIGKILL)
+                    return group[0]
+                limits.update(dict.fromkeys(group, max(120.0, 4 * child.seconds)))
+    return limits
+
+
 def _preload() -> None:
     """Import the heavy third-party packages once, before any fork (never sitemap_updater itself)."""
     for name in ("pytest", "hypothesis", "pydantic", "pydantic_core", "lxml.etree", "usp.tree", "botocore.session",
@@ -297,13 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     _preload()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run stops its test runs too
     started = time.monotonic()
-    limits: dict[str, float] = {}
-    for module in sorted({m.module for m in mutants}):
-        outcome, seconds = run_tests(module, None, timeout=1800)
-        if outcome != "passed":
-            print(f"the tests of {module} fail without a mutant (its TESTS, pytest -x): fix them first", flush=True)
-            return 2
-        limits[module] = max(120.0, 4 * seconds)  # others share the cores: a slow run is not a loop
+    limits = clean_limits(sorted({m.module for m in mutants}), args.jobs)
+    if isinstance(limits, str):
+        print(f"the tests of {limits} fail without a mutant (its TESTS, pytest -x): fix them first", flush=True)
+        return 2
     killed, survived, equivalent = run_all(mutants, limits, args.jobs)
     judged = killed + len(survived)
     score = killed / judged if judged else 1.0
