@@ -93,9 +93,9 @@ TESTS: dict[str, list[str]] = {
     "service/bulk_import.py": ["tests/integration/test_pipeline.py"],
     "service/adopt.py": ["tests/integration/test_import.py", "tests/integration/test_adopt.py"],
     "service/adopt_fields.py": ["tests/integration/test_import.py", "tests/integration/test_adopt.py"],
-    "core/webhooks_signatures.py": ["tests/integration/test_webhooks.py"],
-    "core/webhooks_payloads.py": ["tests/integration/test_webhooks.py"],
-    "core/webhooks_mapping.py": ["tests/integration/test_webhooks.py"],
+    "core/webhooks_signatures.py": ["tests/unit/test_webhook_signatures.py", "tests/integration/test_webhooks.py"],
+    "core/webhooks_payloads.py": ["tests/unit/test_webhook_mapping.py", "tests/integration/test_webhooks.py"],
+    "core/webhooks_mapping.py": ["tests/unit/test_webhook_mapping.py", "tests/integration/test_webhooks.py"],
     "service/webhooks.py": ["tests/integration/test_webhooks.py"],
     "service/build.py": ["tests/integration/test_build_cli.py"],
     "service/pipeline.py": [
