@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -15,14 +16,19 @@ from pytest_httpserver import HTTPServer
 from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import sweep as sweep_handler
 from sitemap_updater.handlers import upkeep
+from sitemap_updater.handlers import webhook as webhook_handler
 from sitemap_updater.local.iam import Policy, matches
 from sitemap_updater.local.runner import LocalContext, LocalRun
 from sitemap_updater.local.stack import session
+from sitemap_updater.local.webhooks import Sample, function_url_event
 from sitemap_updater.service.ingest import ingest
 from sitemap_updater.service.rebuild import rebuild_section
 from sitemap_updater.service.runtime import use_pipeline
+from sitemap_updater.service.webhooks import use_receiver
 from tests.conftest import BASE, event
 from tests.integration.conftest import FIXED_NOW, bodies
+
+ROOT = Path(__file__).resolve().parents[2]
 
 NEWS = {
     "publication_name": "Example Times",
@@ -61,11 +67,58 @@ def _dead_letter_reasons(run: LocalRun, logical: str) -> list[str]:
     return [str(m.get("MessageAttributes", {})["reason"]["StringValue"]) for m in found]
 
 
+WEBHOOK_SECRET = "iam-exact-generic-webhook-secret"
+
+
+def _webhook(run: LocalRun, endpoint: str, name: str, secret_arn: str) -> int:
+    """One signed generic webhook through the handler, whose cold start reads the function's environment."""
+    sample = Sample.load(ROOT / "events" / "webhooks" / "generic" / f"{name}.json")
+    event = function_url_event("POST", sample.path, sample.signed(WEBHOOK_SECRET), sample.body)
+    # The function's own variables, as template.yaml gives them (the globals are in the stack's environment)
+    own = {"INGEST_QUEUE_URL": run.stack.queue_url("IngestQueue"), "WEBHOOK_SECRET_ID": secret_arn}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in {**run.stack.environment, **own}.items():
+            patch.setenv(key, value)
+        patch.setattr("sitemap_updater.service.webhooks.BotocoreClients", lambda: _Clients(run, endpoint))
+        use_receiver(None)
+        try:
+            with run.iam.acting_as("WebhookFunction"):
+                answer = webhook_handler.handler(event, cast(Any, LocalContext("webhook")))
+        finally:
+            use_receiver(None)
+    return int(answer["statusCode"])
+
+
+class _Clients:
+    """The cold start's client factory, each client checked against the running function's policy."""
+
+    def __init__(self, run: LocalRun, endpoint: str) -> None:
+        self._make = run.iam.guarded(session().client)
+        self._endpoint = endpoint
+
+    def client(self, service_name: str, **_kwargs: Any) -> Any:
+        return self._make(service_name, endpoint_url=self._endpoint)
+
+
 def test_every_function_uses_exactly_the_permissions_the_template_grants(
     moto_endpoint: str, indexnow: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     now = [FIXED_NOW]
-    with LocalRun(BASE, 2, moto_endpoint, clock=lambda: now[0], name="iam-exact", indexnow_endpoint=indexnow) as run:
+    secrets = session().client("secretsmanager", endpoint_url=moto_endpoint)
+    secret = secrets.create_secret(Name="iam-exact-webhooks", SecretString=json.dumps({"generic": WEBHOOK_SECRET}))
+    parameters = {"WebhookSecretArn": secret["ARN"]}
+    with LocalRun(
+        BASE,
+        2,
+        moto_endpoint,
+        clock=lambda: now[0],
+        name="iam-exact",
+        indexnow_endpoint=indexnow,
+        parameters=parameters,
+    ) as run:
+        # Given a page published and deleted through the webhook endpoint (its events wait on the ingest queue)
+        published = [_webhook(run, moto_endpoint, name, secret["ARN"]) for name in ("publish", "delete")]
+        assert published == [202, 202]
         # Given pages in two sections (news among them) and a malformed event, files that split, a page that
         # moves section, deletes that merge files (so files retire and are cleaned up), and at last a site
         # with no pages left

@@ -47,7 +47,8 @@ def test_sam_transform_gives_functions_with_partial_batch_responses() -> None:
     assert len(mappings) == 4
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings)
     functions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 6  # ingest, shard, index, notify, and the two hourly ones: sweep and news expiry
+    # ingest, shard, index, notify, the two hourly ones (sweep and news expiry), and the webhook endpoint
+    assert len(functions) == 7
     assert all(f["Architectures"] == ["arm64"] and f["Runtime"].startswith("python3.1") for f in functions)
 
 
@@ -96,3 +97,18 @@ def test_the_dashboard_shows_only_metrics_the_functions_emit() -> None:
     assert shown and shown <= emitted, shown - emitted
     alarm = transformed()["Resources"]["PublishLatencyAlarm"]["Properties"]
     assert alarm["MetricName"] in emitted and alarm["ExtendedStatistic"] == "p99"
+
+
+def test_the_webhook_endpoint_is_a_function_url_that_may_only_queue_events_and_read_its_secret() -> None:
+    resources = transformed()["Resources"]
+    url = resources["WebhookFunctionUrl"]
+    assert url["Type"] == "AWS::Lambda::Url" and url["Properties"]["AuthType"] == "NONE"  # the signature is the auth
+    assert url["Condition"] == resources["WebhookFunction"]["Condition"] == "HasWebhooks"
+    role = resources["WebhookFunctionRole"]["Properties"]
+    statements = [s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]]
+    granted = sorted((s["Action"], json.dumps(s["Resource"])) for s in statements)
+    assert granted == [
+        ("secretsmanager:GetSecretValue", json.dumps({"Ref": "WebhookSecretArn"})),
+        ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["IngestQueue", "Arn"]})),
+    ]
+    assert "WebhookUrl" in transformed()["Outputs"]
