@@ -3,7 +3,8 @@
 The package is ``functions/requirements.txt`` installed with its hashes into an empty folder plus the
 ``sitemap_updater`` sources. Each handler then runs in a fresh base interpreter (``-I -S``: no site-packages),
 as a cold Lambda container would, against moto and local HTTP receivers: ingest, shard rebuild, index
-rebuild, notify (IndexNow, and Search Console with a token minted by google-auth), the sweep and news expiry.
+rebuild, notify (IndexNow, and Search Console with a token minted by google-auth), the sweep, news expiry and
+the webhook endpoint.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from werkzeug import Request, Response
 
 from sitemap_updater.local.runner import _sqs_record
 from sitemap_updater.local.stack import REGION, LocalStack, create_stack, session
+from sitemap_updater.local.webhooks import Sample, function_url_event
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "functions" / "requirements.txt"
@@ -66,6 +68,7 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert done.returncode == 0, done.stderr
     shutil.copytree(ROOT / "functions" / "sitemap_updater", target / "sitemap_updater",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copy(ROOT / "functions" / "webhook-mapping.json", target)  # sam build copies all of functions/
     return target
 
 
@@ -164,7 +167,9 @@ def test_every_function_runs_from_the_built_package(
     info, public_key = service_account(f"{base}/token")
     secrets = session().client("secretsmanager", endpoint_url=moto_endpoint)
     secret_arn = secrets.create_secret(Name="package-test-search-console", SecretString=json.dumps(info))["ARN"]
+    webhooks = secrets.create_secret(Name="package-test-webhooks", SecretString=json.dumps({"generic": KEY}))["ARN"]
     parameters = {"SiteUrl": base, "IndexNowKey": KEY, "SearchConsoleSecretArn": secret_arn, "RobotsCheck": "true"}
+    parameters["WebhookSecretArn"] = webhooks
     parameters["CdnMaxAgeSeconds"] = "0"  # no CDN here: the index queue need not wait out a cache lifetime
     stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-test")
     env = {
@@ -207,14 +212,23 @@ def test_every_function_runs_from_the_built_package(
     sqs = session().client("sqs", endpoint_url=moto_endpoint)
     sqs.send_message(QueueUrl=stack.queue_url("IngestQueue"), MessageBody=json.dumps(event))
 
-    # When each function runs from the package: the SQS-triggered ones until their queues are empty, then the sweep
+    # When each function runs from the package: the webhook endpoint (a CMS publishes a second page), the
+    # SQS-triggered ones until their queues are empty, then the sweep
     functions = Functions(package, stack, env, tmp_path)
+    hooked = Functions(package, stack, {**env, "INGEST_QUEUE_URL": stack.queue_url("IngestQueue"),
+                                        "WEBHOOK_SECRET_ID": webhooks}, tmp_path)  # fmt: skip
+    sample = Sample.load(ROOT / "events" / "webhooks" / "generic" / "publish.json")
+    request = function_url_event("POST", sample.path, sample.signed(KEY), sample.body)
+    answer = hooked.invoke("sitemap_updater.handlers.webhook.handler", request)
+    assert answer["statusCode"] == 202, answer
+    hooked_page = f"{base}/blog/from-any-cms"
     functions.drain()
     swept = functions.invoke("sitemap_updater.handlers.sweep.handler", SCHEDULED)
     expired = functions.invoke("sitemap_updater.handlers.upkeep.handler", SCHEDULED)
 
     # Then every function ran, and the site has its sitemap file and index
     assert set(functions.invoked) == {"ingest", "rebuild_shard", "rebuild_index", "notify", "sweep", "upkeep"}
+    assert hooked.invoked == ["webhook"]
     s3 = session().client("s3", endpoint_url=moto_endpoint)
     bucket = stack.physical["SitemapBucket"]
     names = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
@@ -224,12 +238,14 @@ def test_every_function_runs_from_the_built_package(
     ]
     assert len(files) == 1 and snapshots == files  # each file with the snapshot its next rebuild starts from
     assert [n for n in names if not n.startswith("_state/")] == sorted([f"{KEY}.txt", "sitemap.xml", *files])
-    assert f"<loc>{page}</loc>" in gzip.decompress(s3.get_object(Bucket=bucket, Key=files[0])["Body"].read()).decode()
+    text = gzip.decompress(s3.get_object(Bucket=bucket, Key=files[0])["Body"].read()).decode()
+    assert f"<loc>{page}</loc>" in text and f"<loc>{hooked_page}</loc>" in text
     index = s3.get_object(Bucket=bucket, Key="sitemap.xml")["Body"].read().decode()
     assert f"<loc>{base}/{files[0]}</loc>" in index
-    # and IndexNow got exactly the changed URL
+    # and IndexNow got exactly the changed URLs
     host = f"127.0.0.1:{site.port}"
-    assert indexnow == [{"host": host, "key": KEY, "keyLocation": f"{base}/{KEY}.txt", "urlList": [page]}]
+    changed = sorted([page, hooked_page])
+    assert indexnow == [{"host": host, "key": KEY, "keyLocation": f"{base}/{KEY}.txt", "urlList": changed}]
     # and Google's token endpoint got a JWT signed with the service account's key, whose token Search Console got
     assert token_requests, "no access token was requested"
     for form in token_requests:
