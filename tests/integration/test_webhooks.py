@@ -26,7 +26,7 @@ from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site
 from sitemap_updater.core.webhooks_signatures import CMSES
 from sitemap_updater.handlers.webhook import handler
-from sitemap_updater.local.webhooks import Sample, send, serve
+from sitemap_updater.local.webhooks import Sample, deliver, send, serve
 from sitemap_updater.service.webhooks import WebhookReceiver, load_mapping, use_receiver
 from tests.conftest import BASE
 from tests.integration.conftest import LocalRunFactory
@@ -293,19 +293,15 @@ def test_a_rotated_secret_is_used_without_a_redeploy(endpoint: Endpoint) -> None
     assert endpoint.post(sample)[0] == 403  # and the old secret no longer works
 
 
-def test_a_publish_reaches_the_sitemap(endpoint: Endpoint, local_run: LocalRunFactory) -> None:
+def test_a_local_run_turns_sample_webhooks_into_sitemap_changes(local_run: LocalRunFactory) -> None:
+    """What ``sitemap-updater local`` does with webhook files: signed, over HTTP, under the function's policy."""
     run = local_run()
-    receiver = WebhookReceiver(
-        site=Site.parse(BASE),
-        mapping=load_mapping("webhook-mapping.json"),
-        secrets=CachedSecrets(lambda: json.dumps(SECRETS)),
-        queue=MessageQueue(endpoint.sqs, run.stack.queue_url("IngestQueue")),
-    )
-    use_receiver(receiver)
-    status, _ = endpoint.post(Sample.load(PUBLISH["ghost"]))
-    assert status == 202
-    run.drain()
-    files = run.published()
-    text = b"".join(gzip.decompress(data) for name, data in files.items() if name.endswith(".gz"))
-    assert f"{BASE}/blog/ghost-published".encode() in text
+    files = [PUBLISH["ghost"], PUBLISH["contentful"], SAMPLES / "sanity" / "draft.json"]
+    answers = deliver(run, files)
+    assert [a["status"] for a in answers] == [202, 202, 200]
+    wave = run.send_wave([])
+    assert sorted(wave.changed_urls) == sorted([*EXPECTED_URLS["ghost"], *EXPECTED_URLS["contentful"]])
+    assert [d for p in run.stack.policies.values() for d in p.denied] == []
+    text = b"".join(gzip.decompress(data) for name, data in run.published().items() if name.endswith(".gz"))
     assert b"https://images.example-cdn.com/ghost-published.jpg" in text
+    assert b'hreflang="de" href="https://www.example.com/de/blog/webhooks-rein"' in text

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 import threading
 import time
 import urllib.error
@@ -15,9 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sitemap_updater.core.webhooks_signatures import Cms, WebhookRequest, sign
+from sitemap_updater.core.webhooks_signatures import CMSES, Cms, WebhookRequest, sign
+
+if TYPE_CHECKING:
+    from sitemap_updater.local.runner import LocalRun
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -131,3 +135,32 @@ def send_samples(base_url: str, files: list[Path], secrets: dict[str, str]) -> l
         status, answer = send(base_url, sample.path, sample.signed(secrets[sample.cms]), sample.body, sample.method)
         report.append({"file": str(file), "status": status, "answer": answer})
     return report
+
+
+def deliver(
+    run: LocalRun, files: list[Path], mapping_file: str | Path = "webhook-mapping.json"
+) -> list[dict[str, Any]]:
+    """Send sample webhooks to a local run: each signed (a fresh secret per CMS: a local run has no CMS), over
+    HTTP on 127.0.0.1, through the real handler under the webhook function's IAM policy, onto the run's ingest
+    queue. The caller then drains the run (``run.send_wave([])``) to see what the events changed."""
+    from sitemap_updater.adapters.queues import MessageQueue
+    from sitemap_updater.adapters.secrets import CachedSecrets
+    from sitemap_updater.handlers.webhook import handler
+    from sitemap_updater.local.stack import session
+    from sitemap_updater.service.webhooks import WebhookReceiver, load_mapping, use_receiver
+
+    keys: dict[str, str] = {cms: secrets.token_hex(32) for cms in CMSES}
+    sqs = run.iam.guarded(session().client)("sqs", endpoint_url=run.endpoint_url)
+    use_receiver(
+        WebhookReceiver(
+            site=run.settings.site,
+            mapping=load_mapping(mapping_file),
+            secrets=CachedSecrets(lambda: json.dumps(keys)),
+            queue=MessageQueue(sqs, run.stack.queue_url("IngestQueue")),
+        )
+    )
+    try:
+        with run.iam.acting_as("WebhookFunction"), serve(handler) as url:
+            return send_samples(url, files, keys)
+    finally:
+        use_receiver(None)
