@@ -28,7 +28,7 @@ from sitemap_updater.cli import main
 from sitemap_updater.core.urls import Site
 from sitemap_updater.service.adopt import MAX_FILE_BYTES, MAX_TOTAL_BYTES, UNKNOWN_TIME, Adoption
 from tests.conftest import BASE, event
-from tests.integration.conftest import LocalRunFactory
+from tests.integration.conftest import FIXED_NOW, LocalRunFactory
 
 NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 DECLARE = (
@@ -230,6 +230,25 @@ def test_a_page_without_lastmod_gets_none_and_adopting_again_changes_nothing(
     assert report.events["accepted"] == 1
     assert b"<lastmod>2026-11-21</lastmod>" in b"".join(gzip.decompress(d) for d in run.published().values()
                                                          if d[:2] == b"\x1f\x8b")  # fmt: skip
+
+
+def test_a_lastmod_in_the_future_is_kept_but_never_makes_a_real_change_stale(
+    tmp_path: Path, local_run: LocalRunFactory
+) -> None:
+    # Given a sitemap whose generator wrote a lastmod a month ahead of the adoption
+    path = tmp_path / "sitemap.xml"
+    path.write_bytes(urlset(url("/blog/ahead", lastmod="2026-12-21T12:00:00Z")))
+    adoption = Adoption(Site.parse(BASE), now=FIXED_NOW)
+    events = [json.loads(body) for body in adoption.events(str(path))]
+    # Then the lastmod is kept, and the page's changes are not ordered by it (with a warning saying so)
+    assert events[0]["lastmod"] == "2026-12-21T12:00:00Z" and events[0]["occurred_at"] == UNKNOWN_TIME
+    assert "lastmod: in the future: kept, but it does not order the page's changes" in adoption.warning_lines[0]
+    # And the CMS's next change to the page, made today, is published
+    run = local_run()
+    run.import_site(json.dumps(e) for e in events)
+    report = run.send_wave([json.dumps(event(f"{BASE}/blog/ahead", lastmod="2026-11-21"))])
+    assert report.events["accepted"] == 1
+    assert report.changed_urls == [f"{BASE}/blog/ahead"]
 
 
 def test_a_bad_field_is_dropped_with_a_warning_and_its_page_kept(tmp_path: Path) -> None:

@@ -5,9 +5,10 @@ and a total), parsed with lxml's pull parser without entities, DTDs or network, 
 released once it is converted. Over HTTP(S), redirects are followed only on the hosts adoption may read (the
 site's, and the host of the location given). Every field the event contract knows is kept (images with
 captions and titles, videos, news, hreflang alternates); a field the contract rejects is dropped with a
-warning and its page kept. A page without ``lastmod`` gets none: its event carries ``occurred_at`` of
-:data:`UNKNOWN_TIME` (the Unix epoch), so adopting an unchanged sitemap again gives the same events, and any
-real event for the page outranks it. Whatever could not be read is reported in ``problems`` with its URL.
+warning and its page kept. An event's ``occurred_at`` is the page's lastmod, or :data:`UNKNOWN_TIME` (the
+Unix epoch) when it has none (no lastmod is made up) or one in the future: adopting an unchanged sitemap again
+gives the same events, and a real event for the page outranks it. Whatever could not be read is reported in
+``problems`` with its URL.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -68,6 +70,7 @@ class Adoption:
     max_total_bytes: int = MAX_TOTAL_BYTES
     progress: Callable[[Adoption], None] | None = None
     timeout: float = 60.0
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
     files: int = field(default=0, init=False)
     pages: int = field(default=0, init=False)
     bytes_read: int = field(default=0, init=False)
@@ -251,6 +254,9 @@ class Adoption:
         url = str(event.get("url") or "(no loc)")
         for name, why in dropped:
             self._warn(where, name, why, url)
+        if _later_than(event["occurred_at"], self.now):  # a future lastmod must not make real changes stale
+            self._warn(where, "lastmod", "in the future: kept, but it does not order the page's changes", url)
+            event["occurred_at"] = UNKNOWN_TIME
         for _ in range(_FIXES):
             try:
                 parsed = parse_event(event, self.site)
@@ -294,6 +300,14 @@ class Adoption:
 
 _NO_DIGITS = str.maketrans("", "", "0123456789")
 _QUOTED = re.compile(r"'[^']*'")
+
+
+def _later_than(text: str, now: datetime) -> bool:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return False  # validation will say what is wrong with it
+    return moment.tzinfo is not None and moment > now
 
 
 def _check_root(element: Any) -> None:
