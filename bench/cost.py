@@ -15,8 +15,9 @@ Billing rules applied (AWS pricing pages and developer guides, as published in 2
 - DynamoDB on-demand: $0.625 per million write request units, $0.125 per million read request units (after the
   November 2024 reduction); the unit rules are in ``bench/meter.py``.
 - S3 Standard: PUT and LIST $0.005 per 1,000, GET and HEAD $0.0004 per 1,000, DELETE free; storage not counted.
-- CloudFront: no invalidations any more. Crawler fetches are counted as an assumption: each published index and
-  each changed file is fetched by ``CRAWLERS`` crawlers, every fetch a cache miss (5 s lifetime), so one HTTPS
+- CloudFront: no invalidations any more. Crawler fetches are counted as an assumption: ``CRAWLERS`` crawlers
+  each fetch the index and every file that changed, at most ``CRAWLS_PER_HOUR`` times an hour at a sustained
+  rate (and each changed file once after a burst); every fetch is a cache miss (5 s lifetime), so one HTTPS
   request ($0.0100 per 10,000, North America), its bytes out ($0.085 per GB) and one S3 GET at the origin.
 - CloudWatch: the bytes of every log line and EMF metric the handlers print, plus Lambda's own START, END and
   REPORT lines (``PLATFORM_LOG_BYTES`` per invocation), at $0.50 per GB ingested; for the sustained rates also
@@ -43,6 +44,7 @@ METRIC_MONTH, ALARM_MONTH, DASHBOARD_MONTH = 0.30, 0.10, 3.00
 HOURS_PER_MONTH = 730
 PLATFORM_LOG_BYTES = 330  # Lambda's START, END and REPORT lines of one invocation
 CRAWLERS = 2  # Google and Bing fetch what changed
+CRAWLS_PER_HOUR = 4  # how often each re-reads a changing sitemap at most
 ONE_VCPU_MB = 1769
 IDLE_POLLS_PER_HOUR = 5 * 3600 / 20  # assumed: five pollers per event source mapping, 20 s long polls
 # Stated latency of each AWS call inside a Lambda function in the same region (seconds).
@@ -79,9 +81,9 @@ def cpu_scale(memory_mb: int) -> float:
     return max(1.0, ONE_VCPU_MB / memory_mb)
 
 
-def dollars(usage: Mapping[str, Any], memory_mb: Mapping[str, int], crawl: Mapping[str, int]) -> dict[str, float]:
-    """The bill of what ``usage`` (function name -> ``meter.Usage``) consumed, by line. ``crawl``: the files and
-    index puts crawlers fetch (``files``, ``bytes``)."""
+def dollars(usage: Mapping[str, Any], memory_mb: Mapping[str, int], crawl: Mapping[str, float]) -> dict[str, float]:
+    """The bill of what ``usage`` (function name -> ``meter.Usage``) consumed, by line. ``crawl``: what the
+    crawlers fetch through CloudFront (``fetches``, ``bytes``)."""
     bill = dict.fromkeys(LINES, 0.0)
     for function, used in usage.items():
         gb = memory_mb.get(function, 0) / 1024
@@ -91,8 +93,8 @@ def dollars(usage: Mapping[str, Any], memory_mb: Mapping[str, int], crawl: Mappi
         bill["DynamoDB"] += used.rru * DDB_RRU + (used.wru + used.gsi_wru) * DDB_WRU
         bill["S3"] += sum(S3_PRICE[kind] * n for kind, n in used.s3.items())
         bill["CloudWatch"] += used.log_bytes / 1e9 * LOGS_GB
-    fetches = crawl.get("files", 0) * CRAWLERS
-    bill["CloudFront"] += fetches * CF_REQUEST + crawl.get("bytes", 0) * CRAWLERS / 1e9 * CF_GB
+    fetches = crawl.get("fetches", 0)
+    bill["CloudFront"] += fetches * CF_REQUEST + crawl.get("bytes", 0) / 1e9 * CF_GB
     bill["S3"] += fetches * S3_PRICE["GET"]
     bill["total"] = sum(bill[line] for line in LINES)
     return bill

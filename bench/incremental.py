@@ -80,6 +80,7 @@ def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any
     done, _ = meter.invoke("import", lambda: import_events(lines, sim.pipeline), 1.0)
     full = meter.usage["import"]
     files = sum(1 for name in sim.s3.objects if name.endswith(".xml.gz"))
+    sitemap_bytes = sum(len(o.data) for name, o in sim.s3.objects.items() if name.startswith("sitemap"))
     rng = random.Random(2)
     results = []
     for number, scenario in enumerate((ONE, SPREAD, *COST), start=2):
@@ -91,6 +92,7 @@ def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any
         results.append(traffic)
     hourly = driver.hourly()
     return {"date": f"{datetime.now(UTC).date():%Y-%m-%d}", "pages": done.pages, "files": files,
+            "import_sitemap_bytes": sitemap_bytes,
             "import": _usage(full), "hourly": {n: _usage(u) for n, u in hourly.items()}, "memory": driver.memory(),
             "polled": driver.polled(),
             "scenarios": [_scenario(t, role) for t, role in zip(results, ROLES, strict=True)]}  # fmt: skip

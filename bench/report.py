@@ -43,13 +43,28 @@ def fixed_part(data: dict[str, Any], scenario: dict[str, Any]) -> dict[str, floa
     return {k: hourly[k] * hours + idle[k] for k in hourly}
 
 
+def crawl(data: dict[str, Any], scenario: dict[str, Any]) -> dict[str, float]:
+    """What the crawlers fetch (``bench/cost.py``): each changed file and the index, at most
+    ``CRAWLS_PER_HOUR`` times an hour each at a sustained rate, once after a burst."""
+    puts = sum(scenario["puts"].values())
+    if not puts:
+        return {"fetches": 0.0, "bytes": 0.0}
+    per_fetch = scenario["put_bytes"] / puts
+    fetches = float(cost.CRAWLERS * len(scenario["puts"]))
+    if scenario["sustained"]:
+        hourly = cost.CRAWLERS * (data["files"] + 1) * cost.CRAWLS_PER_HOUR
+        fetches = scenario["events"] * min(cost.CRAWLERS * puts / scenario["events"],
+                                           hourly / (scenario["rate"] * 3600))  # fmt: skip
+    return {"fetches": fetches, "bytes": fetches * per_fetch}
+
+
 def per_million(data: dict[str, Any], scenario: dict[str, Any], function: str | None = None) -> dict[str, float]:
     """Dollars per million events by line: of one function when given, else of everything (with the fixed part
     and the crawlers' fetches)."""
     events = scenario["events"]
     used = {n: usage(r) for n, r in scenario["functions"].items() if function in (None, n)}
-    crawl = {"files": sum(scenario["puts"].values()), "bytes": scenario["put_bytes"]} if function is None else {}
-    bill = cost.scaled(cost.dollars(used, data["memory"], crawl), 1e6 / events)
+    fetched = crawl(data, scenario) if function is None else {}
+    bill = cost.scaled(cost.dollars(used, data["memory"], fetched), 1e6 / events)
     if function is None:
         bill = {k: v + fixed_part(data, scenario)[k] for k, v in bill.items()}
     return bill
@@ -63,7 +78,7 @@ def _usd(value: float) -> str:
     return f"{value:,.2f}"
 
 
-def _row(label: str, used: dict[str, Any], files: int | None = None, sitemap_bytes: int | None = None) -> str:
+def _row(label: str, used: dict[str, Any], sitemap_bytes: int | None = None) -> str:
     sqs = sum(used["sqs"].values())
     return (f"| {label} | {_n(used['rru'])} | {_n(used['wru'] + used['gsi_wru'])} | {used['items_read']:,} | "
             f"{used['s3'].get('PUT', 0):,} | {used['s3'].get('GET', 0):,} | {used['bytes_up']:,} | "
@@ -88,7 +103,7 @@ def section(data: dict[str, Any]) -> list[str]:
     one, spread, costs = roles["one"][0], roles["spread"][0], roles["cost"]
     full = data["import"]
     spread_total = total(spread)
-    sitemap_full = full["bytes_up"]  # the import writes snapshots too; both count as bytes uploaded
+    sitemap_full = data.get("import_sitemap_bytes") or full["bytes_up"]
     lines = [
         "## Incremental updates",
         "",
@@ -103,13 +118,14 @@ def section(data: dict[str, Any]) -> list[str]:
         "| | read units | write units | items read | S3 PUTs | S3 GETs | bytes uploaded | of which sitemaps | "
         "SQS requests | invocations | CPU (s) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        _row("full publish (import)", full),
-        _row(f"one changed page ({one['puts'] and len(one['puts'])} files put)", total(one), None, None),
-        _row(f"{spread['events']:,} spread changes at 1,000/s", spread_total, None, spread["put_bytes"]),
+        _row("full publish (import)", full, data.get("import_sitemap_bytes")),
+        _row("one changed page", total(one), one["put_bytes"]),
+        _row(f"{spread['events']:,} spread changes at 1,000/s", spread_total, spread["put_bytes"]),
         "",
         "Write units include the second unit of each transactional write and the sparse `pending` index. "
         f"{spread['events']:,} spread changes cost {spread_total['rru'] / max(1.0, full['rru']):.2f} of the full "
-        f"publish in read units and {spread_total['bytes_up'] / max(1, sitemap_full):.2f} of its bytes uploaded "
+        f"publish in read units, {spread['put_bytes'] / max(1, sitemap_full):.2f} of its sitemap bytes uploaded and "
+        f"{spread_total['bytes_up'] / max(1, full['bytes_up']):.2f} of all its bytes uploaded, snapshots included "
         f"(goal: at most 1). {len([n for n in spread['puts'] if n.endswith('.gz')]):,} files were rewritten, none "
         f"more than {max([c for n, c in spread['puts'].items() if n.endswith('.gz')], default=0)} times; "
         f"the closest two puts of one file were {spread['min_gap_s']} s apart (virtual time).",
@@ -148,8 +164,7 @@ def section(data: dict[str, Any]) -> list[str]:
         events = scenario["events"]
         parts = {name: per_million(data, scenario, name) for name in scenario["functions"]}
         parts["fixed"] = fixed_part(data, scenario)
-        crawl = {"files": sum(scenario["puts"].values()), "bytes": scenario["put_bytes"]}
-        parts["crawlers"] = cost.scaled(cost.dollars({}, data["memory"], crawl), 1e6 / events)
+        parts["crawlers"] = cost.scaled(cost.dollars({}, data["memory"], crawl(data, scenario)), 1e6 / events)
         for name, bill in parts.items():
             raw = scenario["functions"].get(name)
             label = "CMS (its sends)" if name == "cms" else name.removesuffix("Function")

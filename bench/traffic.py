@@ -5,10 +5,12 @@
   or until ``BatchSize`` messages; messages arriving within one receive round trip (``ROUND_TRIP_S``) share a
   ReceiveMessage (at most 10), others need one each; deletes go 10 to a DeleteMessageBatch.
 - FIFO queues (rebuild, index, notify) are read by their event source as SQS delivers them: up to ``BatchSize``
-  visible messages a receive, never from a message group with a message in flight. A section's marks that
-  arrive while its rebuild runs therefore wait in its group and are coalesced into its next rebuild (up to 10
-  messages of up to 100 pages each): that is the coalescing window. Messages a function sends leave when the
-  invocation ends (its billed duration after it started), and the index queue's delay is the template's.
+  visible messages a receive, never from a message group with a message in flight, and as many as possible of
+  one group first (then others, to fill the batch). A section's marks that arrive while its rebuild runs
+  therefore wait in its group and are coalesced into its next rebuild (up to 10 messages of up to 100 pages
+  each): that is the coalescing window. Every visible batch is taken at once (the event source scales out).
+  Messages a function sends leave when the invocation ends (its billed duration after it started); the index
+  queue's delay is the template's.
 - Each invocation's duration is what ``bench/meter.py`` bills: measured CPU scaled to the memory setting plus
   the stated latency of its AWS calls.
 """
@@ -20,7 +22,6 @@ import importlib
 import json
 import logging
 import math
-import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -134,7 +135,6 @@ class Driver:
         self.functions = functions(sim)
         self.ingest = next(f for f in self.functions.values() if f.queue is not None and not f.queue.fifo)
         self.fifo = [f for f in self.functions.values() if f.queue is not None and f.queue.fifo]
-        self.rng = random.Random(7)
         use_pipeline(sim.pipeline, Notifiers(Http(meter), None, sleep=lambda _s: None, monotonic=lambda: 0.0))
         for handler in logging.getLogger(SERVICE).handlers:  # the Powertools loggers' lines, counted
             if isinstance(handler, logging.StreamHandler):
@@ -201,7 +201,7 @@ class Driver:
                 done += 1
             for function in self.fifo:
                 assert function.queue is not None
-                while messages := function.queue.receive(function.batch, now, self.rng):
+                while messages := receive(function.queue, function.batch, now):
                     arn = f"arn:aws:sqs:us-east-1:{ACCOUNT}:{function.queue.name}"
                     records = [_record(m.id, m.body, m.sent_at, arn, m) for m in messages]
                     size = sum(len(m.body.encode()) for m in messages)
@@ -249,6 +249,31 @@ class Driver:
             size += len(body.encode())
         receives += _chunks(size)
         usage.sqs["standard"] += receives + math.ceil(len(bodies) / 10)
+
+
+def receive(queue: SimQueueState, limit: int, now: float) -> list[Message]:
+    """One ReceiveMessage on a FIFO queue, as SQS answers it: messages of groups with none in flight, in order
+    within each group (a group whose head is not yet visible gives nothing), as many of the first group as
+    possible, then of the next groups."""
+    busy = {m.group for m in queue.in_flight.values()}
+    groups: dict[str | None, list[Message]] = {}
+    for message in sorted(queue.messages, key=lambda m: m.number):
+        if message.group in busy:
+            continue
+        if message.available_at > now:
+            busy.add(message.group)  # FIFO: nothing behind a message still delayed
+            continue
+        groups.setdefault(message.group, []).append(message)
+    taken: list[Message] = []
+    for members in groups.values():
+        taken += members[: limit - len(taken)]
+    for message in taken:
+        queue.messages.remove(message)
+        message.receive_count += 1
+        message.received_at = now
+        message.receipt = f"{message.id}#{message.receive_count}"
+        queue.in_flight[message.receipt] = message
+    return taken
 
 
 def changed_bodies(lines: list[str], picks: list[int], version: int) -> list[str]:
