@@ -291,8 +291,8 @@ def _local(args: argparse.Namespace) -> int:
         if args.import_events is not None or args.adopt is not None:
             from sitemap_updater.cli_import import local_import
 
-            status = local_import(run, args)
-            if status == EXIT_USAGE or (status != EXIT_OK and args.adopt is None):
+            status, imported = local_import(run, args)
+            if not imported:  # nothing read, adopted or accepted: stop before anything is copied
                 return status
         for path in args.events:
             report = run.send_wave(read_events_file(path)).as_dict()

@@ -58,7 +58,8 @@ def _adopt(location: str, site: Site, max_total_bytes: int) -> tuple[list[str], 
     return bodies, EXIT_FAILED if adoption.problems else EXIT_OK
 
 
-def local_import(run: LocalRun, args: argparse.Namespace) -> int:
+def local_import(run: LocalRun, args: argparse.Namespace) -> tuple[int, bool]:
+    """``local --import`` or ``--adopt``: the exit status so far, and whether anything was imported."""
     from sitemap_updater.local.runner import read_events_file
 
     source = args.import_events or args.adopt
@@ -66,14 +67,15 @@ def local_import(run: LocalRun, args: argparse.Namespace) -> int:
     if args.adopt is not None:
         bodies, status = _adopt(args.adopt, args.site, args.max_total_bytes)
         if not bodies:
-            return status
+            return status, False
     else:
         try:
             bodies = read_events_file(args.import_events)
         except (OSError, ValueError) as exc:
             print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    return _imported(source, run.import_site(bodies), status)
+            return EXIT_USAGE, False
+    result = run.import_site(bodies)
+    return _imported(source, result, status), result.index is not None
 
 
 def run_import(args: argparse.Namespace) -> int:

@@ -404,11 +404,23 @@ class _Terminal:
         return True
 
 
-def test_an_unreadable_sitemap_exits_2_and_imports_nothing(
-    web: Web, tmp_path: Path, moto_endpoint: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("path", "status", "reason"),
+    [("/nowhere.xml", 2, "HTTP 404 Not Found"), ("/home.html", 1, "not a sitemap (root element <html>)")],
+)
+def test_a_location_that_gives_no_page_imports_and_copies_nothing(
+    web: Web,
+    tmp_path: Path,
+    moto_endpoint: str,
+    capsys: pytest.CaptureFixture[str],
+    path: str,
+    status: int,
+    reason: str,
 ) -> None:
-    assert local_adopt(web.url("/nowhere.xml"), tmp_path / "out", moto_endpoint) == 2
-    assert f"not adopted: {web.url('/nowhere.xml')}: HTTP 404 Not Found" in capsys.readouterr().err
+    # Given a location that cannot be read (2), or is read but holds no sitemap (1)
+    web.replies["/home.html"] = Reply(b"<!DOCTYPE html><html><body>Welcome</body></html>")
+    assert local_adopt(web.url(path), tmp_path / "out", moto_endpoint) == status
+    assert f"not adopted: {web.url(path)}: {reason}" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
