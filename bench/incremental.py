@@ -15,10 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.meter import Meter, Usage
+from bench.meter import Meter
 from bench.pages import SECTIONS, write_pages
 from bench.report import per_million, section, total
 from bench.traffic import Driver, Scenario, Traffic, changed_bodies
+from bench.usage import Usage
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "bench" / ".cache"

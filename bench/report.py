@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from bench import cost
-from bench.meter import Usage
+from bench.usage import Usage
 
 
 def usage(raw: dict[str, Any]) -> Usage:

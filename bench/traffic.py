@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.cost import cpu_scale
-from bench.meter import SQS_CHUNK, Meter, Usage
+from bench.meter import SQS_CHUNK, Meter
+from bench.usage import Usage
 from sitemap_updater.adapters.http import HttpClient, HttpResponse
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
