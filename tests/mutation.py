@@ -69,11 +69,7 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_rebuild_edges.py",
         "tests/unit/test_simulation.py",
     ],
-    "service/sweep.py": [
-        "tests/unit/test_sweep_upkeep.py",
-        "tests/unit/test_recovery.py",
-        "tests/integration/test_handlers_and_sweep.py",
-    ],
+    "service/sweep.py": ["tests/unit/test_sweep_upkeep.py", "tests/unit/test_recovery.py"],
     "service/dead_letters.py": [
         "tests/unit/test_dead_letter_reasons.py",
         "tests/unit/test_simulation.py",
@@ -88,9 +84,8 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_notify_retries.py",
         "tests/unit/test_aws_failures.py",
         "tests/unit/test_simulation.py",
-        "tests/integration/test_notify.py",
     ],
-    "service/bulk_import.py": ["tests/integration/test_pipeline.py"],
+    "service/bulk_import.py": ["tests/unit/test_bulk_import.py", "tests/integration/test_import.py"],
     "service/adopt.py": ["tests/integration/test_import.py", "tests/integration/test_adopt.py"],
     "service/adopt_fields.py": ["tests/integration/test_import.py", "tests/integration/test_adopt.py"],
     "core/webhooks_signatures.py": ["tests/unit/test_webhook_signatures.py", "tests/integration/test_webhooks.py"],
@@ -103,7 +98,7 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_recovery.py",
         "tests/integration/test_dead_letters.py",
     ],
-    "service/runtime.py": ["tests/unit/test_cold_start.py", "tests/integration/test_handlers_and_sweep.py"],
+    "service/runtime.py": ["tests/unit/test_cold_start.py"],
 }
 
 
@@ -220,19 +215,23 @@ def clean_limits(modules: list[str], jobs: int) -> dict[str, float] | str:
     waiting = list(groups.values())
     running: list[tuple[list[str], Running]] = []
     limits: dict[str, float] = {}
-    while waiting or running:
-        while waiting and len(running) < jobs:
-            group = waiting.pop(0)
-            running.append((group, Running(None, group[0], None, 1800)))
-        time.sleep(0.05)
-        for group, child in list(running):
-            if (outcome := child.poll()) is not None:
-                running.remove((group, child))
-                if outcome != "passed":
-                    for _group, other in running:
-                        os.killpg(other.pid, signal.SIGKILL)
-                    return group[0]
-                limits.update(dict.fromkeys(group, max(120.0, 4 * child.seconds)))
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                group = waiting.pop(0)
+                running.append((group, Running(None, group[0], None, 1800)))
+            time.sleep(0.05)
+            for group, child in list(running):
+                if (outcome := child.poll()) is not None:
+                    running.remove((group, child))
+                    if outcome != "passed":
+                        return group[0]
+                    limits.update(dict.fromkeys(group, max(120.0, 4 * child.seconds)))
+                    print(f"clean run of {', '.join(group)}: {child.seconds:.1f} s", flush=True)
+    finally:
+        for _group, other in running:  # a failure or an interruption: no test run outlives this
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(other.pid, signal.SIGKILL)
     return limits
 
 
