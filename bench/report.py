@@ -175,9 +175,7 @@ def section(data: dict[str, Any]) -> list[str]:
             calls = f"{raw['invocations'] / events:.3f}" if raw is not None else ""
             lines.append(f"| {scenario['label']} | {label} | {calls} | "
                          + " | ".join(_usd(bill[k]) for k in cost.LINES) + f" {counts}")  # fmt: skip
-    lines += ["", *FINDINGS, ""]
+    from bench.findings import findings  # it prices with this module
+
+    lines += ["", *findings(data), ""]
     return lines
-
-
-# What the figures mean; kept with the code that renders them (update when they change).
-FINDINGS: list[str] = []
