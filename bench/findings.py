@@ -17,7 +17,7 @@ def _per_event(scenario: dict[str, Any], function: str, key: str) -> float:
     if raw is None:
         return 0.0
     value = raw[key] if not isinstance(raw[key], dict) else sum(raw[key].values())
-    return float(value) / scenario["events"]
+    return float(value) / int(scenario["events"])
 
 
 def _dominant(bill: dict[str, float]) -> str:
