@@ -60,10 +60,14 @@ def function_url_event(method: str, target: str, headers: dict[str, str], body: 
 
 
 @contextmanager
-def serve(handler: Handler, port: int = 0) -> Iterator[str]:
-    """Serve ``handler`` on http://127.0.0.1:<port> (any free port when 0); yields the base URL."""
+def serve(handler: Handler, port: int = 0, reuse_port: bool = False) -> Iterator[str]:
+    """Serve ``handler`` on http://127.0.0.1:<port> (any free port when 0); yields the base URL. With
+    ``reuse_port``, several processes may serve one port (the kernel spreads connections across them)."""
 
     class _Request(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: a CMS's client reuses its connection
+        disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms wait for a delayed ACK
+
         def do_POST(self) -> None:  # one method for all: the handler answers 405 itself
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length)
@@ -82,7 +86,12 @@ def serve(handler: Handler, port: int = 0) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), _Request)
+    class _Server(ThreadingHTTPServer):
+        request_queue_size = 1024  # a burst waits in the backlog instead of being refused
+        daemon_threads = True
+        allow_reuse_port = reuse_port
+
+    server = _Server(("127.0.0.1", port), _Request)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
