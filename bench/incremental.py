@@ -10,6 +10,7 @@ import itertools
 import json
 import random
 import sys
+import time
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,6 +68,7 @@ def run(size: int) -> dict[str, Any]:
     with contextlib.redirect_stdout(meter.logs):  # the handlers' EMF metrics
         data = _measure(sim, meter, driver, size)
     data["metrics"] = sorted(meter.logs.metrics)
+    data["bench_cpu_s"] = round(time.process_time(), 1)
     kinds = [spec["Type"] for spec in load_template(TEMPLATE)["Resources"].values()]
     data["resources"] = {"alarms": kinds.count("AWS::CloudWatch::Alarm"),
                          "dashboards": kinds.count("AWS::CloudWatch::Dashboard")}  # fmt: skip

@@ -113,7 +113,10 @@ def section(data: dict[str, Any]) -> list[str]:
         "5 s or 100 events, FIFO groups that hold a section's marks while its rebuild runs (so they are coalesced "
         "into its next rebuild, up to 10 messages of up to 100 pages), the index queue's 5 s delay. The adapters "
         "run on the in-memory AWS of `tests/sim`; every call they make is counted and billed as AWS bills it, from "
-        "the real items' sizes (`bench/meter.py`). CPU is the service's own (the fakes' time taken out).",
+        "the real items' sizes (`bench/meter.py`). CPU is the service's own (the fakes' time taken out). "
+        f"Measured on {data['date']}"
+        + (f" ({data['bench_cpu_s'] / 60:.0f} min of CPU for the whole benchmark)" if "bench_cpu_s" in data else "")
+        + "; `python -m bench.incremental` measures again and rewrites this section.",
         "",
         "| | read units | write units | items read | S3 PUTs | S3 GETs | bytes uploaded | of which sitemaps | "
         "SQS requests | invocations | CPU (s) |",
