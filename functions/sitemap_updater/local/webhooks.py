@@ -61,8 +61,10 @@ def function_url_event(method: str, target: str, headers: dict[str, str], body: 
 
 @contextmanager
 def serve(handler: Handler, port: int = 0, reuse_port: bool = False) -> Iterator[str]:
-    """Serve ``handler`` on http://127.0.0.1:<port> (any free port when 0); yields the base URL. With
-    ``reuse_port``, several processes may serve one port (the kernel spreads connections across them)."""
+    """Serve ``handler`` on http://127.0.0.1:<port> (any free port when 0); yields the base URL. One request
+    at a time runs the handler, as in one Lambda container (Powertools' metrics are per process); with
+    ``reuse_port``, several processes (containers) may serve one port."""
+    one_at_a_time = threading.Lock()
 
     class _Request(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: a CMS's client reuses its connection
@@ -72,7 +74,8 @@ def serve(handler: Handler, port: int = 0, reuse_port: bool = False) -> Iterator
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length)
             event = function_url_event(self.command, self.path, dict(self.headers.items()), body)
-            reply = handler(event, LocalContext())
+            with one_at_a_time:
+                reply = handler(event, LocalContext())
             payload = str(reply.get("body") or "").encode("utf-8")
             self.send_response(int(reply["statusCode"]))
             for name, value in (reply.get("headers") or {}).items():
