@@ -123,6 +123,29 @@ def map_document(document: Document, mapping: WebhookMapping, base_url: str, rec
     return Mapped(tuple(events), tuple(warnings))
 
 
+def withdrawn(
+    document: Document, urls: list[str], mapping: WebhookMapping, received_at: str
+) -> tuple[dict[str, Any], ...]:
+    """Delete events for ``urls`` the document no longer has (withdrawn, or moved by a new slug), ordered as
+    the document's own change."""
+    kind = mapping.types.get(document.content_type)
+    events = []
+    for url in urls:
+        event: dict[str, Any] = {"type": "delete", "url": url, "occurred_at": document.updated_at or received_at}
+        if document.revision is not None:
+            event["version"] = document.revision
+        if kind is not None and kind.section:
+            event["section"] = kind.section
+        events.append(event)
+    return tuple(events)
+
+
+def document_order(document: Document, received_at: str) -> str:
+    """A text that sorts as the document's changes happened: its revision first, then its time."""
+    revision = -1 if document.revision is None else document.revision
+    return f"{revision + 1:020d}#{document.updated_at or received_at}"
+
+
 def _variants(document: Document, mapping: WebhookMapping, kind: TypeMap) -> list[Variant]:
     variants = list(document.variants) or [Variant(None, {})]  # a delete may carry no fields at all
     if not mapping.locales:

@@ -20,11 +20,12 @@ from typing import Any, Protocol
 
 from sitemap_updater.adapters.queues import MessageQueue
 from sitemap_updater.adapters.secrets import CachedSecrets, SecretsUnavailable, secret_reader
+from sitemap_updater.adapters.webhook_documents import DocumentUrls
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site
-from sitemap_updater.core.webhooks_mapping import Unmapped, WebhookMapping, map_document
-from sitemap_updater.core.webhooks_payloads import Ignored, PayloadError, read_document
+from sitemap_updater.core.webhooks_mapping import Unmapped, WebhookMapping, document_order, map_document, withdrawn
+from sitemap_updater.core.webhooks_payloads import Document, Ignored, PayloadError, read_document
 from sitemap_updater.core.webhooks_signatures import CMSES, Cms, SignatureRejected, WebhookRequest, verify
 from sitemap_updater.service.runtime import BotocoreClients
 from sitemap_updater.settings import Settings
@@ -34,6 +35,12 @@ FUNCTIONS_DIR = Path(__file__).resolve().parents[2]  # /var/task on Lambda: wher
 
 class EventQueue(Protocol):
     def send(self, body: dict[str, Any], group: str | None = None, dedup: str | None = None) -> None: ...
+
+
+class DocumentStore(Protocol):
+    def recall(self, cms: str, doc_id: str) -> list[str]: ...
+
+    def remember(self, cms: str, doc_id: str, urls: list[str], order: str) -> bool: ...
 
 
 class SecretStore(Protocol):
@@ -61,6 +68,7 @@ class WebhookReceiver:
     queue: EventQueue
     max_body_bytes: int = 1_048_576
     window_s: int = 300
+    documents: DocumentStore | None = None  # the URLs each document had: deletes without a slug, renamed slugs
 
     def receive(self, request: WebhookRequest) -> Reply:
         name = request.path.split("?")[0].strip("/").lower()
@@ -97,19 +105,42 @@ class WebhookReceiver:
             if isinstance(document, Ignored):
                 return Reply(200, {"ignored": document.reason}, {**log, "ignored": document.reason})
             received_at = datetime.fromtimestamp(request.received_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
-            mapped = map_document(document, self.mapping, self.site.base_url, received_at)
-            for event in mapped.events:  # the ingest's own validation, so that the CMS hears of a bad event
+            events, warnings = self._events(cms, document, received_at)
+            for event in events:  # the ingest's own validation, so that the CMS hears of a bad event
                 parse_event(json.dumps(event), self.site)
         except (ValueError, RecursionError) as exc:  # JSON, PayloadError, Unmapped, EventRejected
             reason = _reason(exc)
             return Reply(400, {"error": reason}, {**log, "reason": reason})
-        urls = [str(e["url"]) for e in mapped.events]
-        log = {**log, "id": document.id, "action": document.action, "urls": urls, "warnings": list(mapped.warnings)}
+        except Exception as exc:  # the document store could not be read: the CMS must retry
+            return Reply(503, {"error": "the webhook could not be processed now; retry"}, {**log, "reason": repr(exc)})
+        urls = [str(e["url"]) for e in events]
+        log = {**log, "id": document.id, "action": document.action, "urls": urls, "warnings": list(warnings)}
         try:
-            self._send(mapped.events)
+            self._send(events)
+            if self.documents is not None:
+                live = [u for e, u in zip(events, urls, strict=True) if e["type"] == "upsert"]
+                self.documents.remember(cms, document.id, live, document_order(document, received_at))
         except Exception as exc:  # any failure to enqueue: the CMS must retry
             return Reply(503, {"error": "the events could not be queued; retry"}, {**log, "reason": repr(exc)})
-        return Reply(202, {"accepted": len(urls), "urls": urls, "warnings": list(mapped.warnings)}, log)
+        return Reply(202, {"accepted": len(urls), "urls": urls, "warnings": list(warnings)}, log)
+
+    def _events(self, cms: Cms, document: Document, received_at: str) -> tuple[list[dict[str, Any]], list[str]]:
+        """The document's events, plus deletes for the URLs it had and no longer has (remembered ones)."""
+        try:
+            mapped = map_document(document, self.mapping, self.site.base_url, received_at)
+        except Unmapped as exc:
+            if self.documents is None or document.action != "delete":
+                raise
+            known = self.documents.recall(cms, document.id)
+            if not known:
+                raise Unmapped(f"{exc}; no URL is remembered for {cms} document {document.id}") from None
+            return list(withdrawn(document, known, self.mapping, received_at)), []
+        events = list(mapped.events)
+        if self.documents is not None:
+            now = {str(e["url"]) for e in events}
+            gone = [u for u in self.documents.recall(cms, document.id) if u not in now]
+            events += withdrawn(document, gone, self.mapping, received_at)
+        return events, list(mapped.warnings)
 
     def _send(self, events: Sequence[dict[str, Any]]) -> None:
         for event in events:
@@ -157,6 +188,7 @@ def current_receiver() -> WebhookReceiver:
             queue=MessageQueue(clients.client("sqs"), settings.ingest_queue_url),
             max_body_bytes=settings.webhook_max_body_bytes,
             window_s=settings.webhook_window_seconds,
+            documents=DocumentUrls(clients.client("dynamodb"), settings.manifest_table),
         )
     return _current
 
