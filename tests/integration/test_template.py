@@ -99,16 +99,19 @@ def test_the_dashboard_shows_only_metrics_the_functions_emit() -> None:
     assert alarm["MetricName"] in emitted and alarm["ExtendedStatistic"] == "p99"
 
 
-def test_the_webhook_endpoint_is_a_function_url_that_may_only_queue_events_and_read_its_secret() -> None:
+def test_the_webhook_endpoint_is_a_function_url_that_may_only_queue_events_read_its_secret_and_its_urls() -> None:
     resources = transformed()["Resources"]
     url = resources["WebhookFunctionUrl"]
     assert url["Type"] == "AWS::Lambda::Url" and url["Properties"]["AuthType"] == "NONE"  # the signature is the auth
     assert url["Condition"] == resources["WebhookFunction"]["Condition"] == "HasWebhooks"
     role = resources["WebhookFunctionRole"]["Properties"]
     statements = [s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]]
-    granted = sorted((s["Action"], json.dumps(s["Resource"])) for s in statements)
-    assert granted == [
-        ("secretsmanager:GetSecretValue", json.dumps({"Ref": "WebhookSecretArn"})),
-        ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["IngestQueue", "Arn"]})),
-    ]
+    granted = sorted(json.dumps([s["Action"], s["Resource"]]) for s in statements)
+    assert granted == sorted(
+        [
+            json.dumps([["dynamodb:GetItem", "dynamodb:PutItem"], {"Fn::GetAtt": ["ManifestTable", "Arn"]}]),
+            json.dumps(["secretsmanager:GetSecretValue", {"Ref": "WebhookSecretArn"}]),
+            json.dumps(["sqs:SendMessage", {"Fn::GetAtt": ["IngestQueue", "Arn"]}]),
+        ]
+    )
     assert "WebhookUrl" in transformed()["Outputs"]

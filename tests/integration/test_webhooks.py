@@ -22,6 +22,7 @@ import pytest
 
 from sitemap_updater.adapters.queues import MessageQueue
 from sitemap_updater.adapters.secrets import CachedSecrets, secret_reader
+from sitemap_updater.adapters.webhook_documents import DocumentUrls
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site
 from sitemap_updater.core.webhooks_signatures import CMSES
@@ -44,6 +45,7 @@ class Endpoint:
     queue_url: str
     secrets_client: Any
     secret_id: str
+    documents: DocumentUrls
 
     def post(self, sample: Sample, headers: dict[str, str] | None = None, body: bytes | None = None) -> tuple[int, Any]:
         sent = sample.signed(SECRETS[sample.cms]) if headers is None else headers
@@ -61,27 +63,40 @@ class Endpoint:
                 self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
 
 
-def _clients(endpoint: str) -> tuple[Any, Any]:
+def _clients(endpoint: str) -> tuple[Any, Any, Any]:
     session = boto3.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
-    return session.client("sqs", endpoint_url=endpoint), session.client("secretsmanager", endpoint_url=endpoint)
+    services = ("sqs", "secretsmanager", "dynamodb")
+    sqs, secrets, dynamodb = (session.client(s, endpoint_url=endpoint) for s in services)  # type: ignore[call-overload]
+    return sqs, secrets, dynamodb
 
 
 @pytest.fixture
 def endpoint(moto_endpoint: str) -> Iterator[Endpoint]:
-    sqs, secrets = _clients(moto_endpoint)
+    sqs, secrets, dynamodb = _clients(moto_endpoint)
     name = f"webhooks-{uuid.uuid4().hex[:12]}"
     queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
     secret_id = secrets.create_secret(Name=name, SecretString=json.dumps(SECRETS))["ARN"]
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    documents = DocumentUrls(dynamodb, name)
     receiver = WebhookReceiver(
         site=Site.parse(BASE),
         mapping=load_mapping("webhook-mapping.json"),
         secrets=CachedSecrets(secret_reader(secrets, secret_id), ttl_s=300, min_refresh_s=0),
         queue=MessageQueue(sqs, queue_url),
+        documents=documents,
     )
     use_receiver(receiver)
     try:
         with serve(handler) as url:
-            yield Endpoint(url, sqs, queue_url, secrets, secret_id)
+            yield Endpoint(url, sqs, queue_url, secrets, secret_id, documents)
     finally:
         use_receiver(None)
 
@@ -223,13 +238,41 @@ def test_unpublish_and_delete_become_delete_events(endpoint: Endpoint, cms: str,
     assert [e["type"] for e in endpoint.queued()] == ["delete"]
 
 
-@pytest.mark.parametrize(("cms", "name"), [("contentful", "unpublish"), ("storyblok", "unpublish")])
-def test_a_delete_without_the_url_fields_is_refused_not_guessed(endpoint: Endpoint, cms: str, name: str) -> None:
-    """Contentful's DeletedEntry and Storyblok's unpublish carry no slug: the URL cannot be known."""
-    status, answer = endpoint.post(Sample.load(SAMPLES / cms / f"{name}.json"))
-    assert status == 400
-    assert "missing or empty in the delete payload" in answer["error"]
+@pytest.mark.parametrize("cms", ["contentful", "storyblok"])
+def test_a_delete_without_a_slug_deletes_the_urls_the_document_was_published_at(endpoint: Endpoint, cms: str) -> None:
+    """Contentful's DeletedEntry and Storyblok's unpublish carry no slug: the URLs are the ones remembered."""
+    unpublish = Sample.load(SAMPLES / cms / "unpublish.json")
+    status, answer = endpoint.post(unpublish)
+    assert status == 400  # never published through this endpoint: nothing to go on, and nothing guessed
+    assert "no URL is remembered" in answer["error"]
     assert endpoint.queued() == []
+    assert endpoint.post(Sample.load(PUBLISH[cms]))[0] == 202
+    endpoint.queued()
+    status, answer = endpoint.post(unpublish)
+    assert status == 202, answer
+    events = endpoint.queued()
+    assert [(e["type"], e["url"]) for e in events] == [("delete", url) for url in EXPECTED_URLS[cms]]
+    if cms == "contentful":  # ordered after the publish (revision 4) by the DeletedEntry's revision
+        assert {e["version"] for e in events} == {5}
+
+
+def test_a_renamed_slug_deletes_the_old_url(endpoint: Endpoint) -> None:
+    first = Sample.load(PUBLISH["generic"])
+    assert endpoint.post(first)[0] == 202
+    renamed = _resigned(first, fields__slug="renamed", revision=4)
+    assert endpoint.post(renamed)[0] == 202
+    events = endpoint.queued()[1:]
+    assert [(e["type"], e["url"], e["version"]) for e in events] == [
+        ("upsert", f"{BASE}/blog/renamed", 4),
+        ("delete", f"{BASE}/blog/from-any-cms", 4),
+    ]
+
+
+def test_a_late_older_webhook_does_not_overwrite_the_remembered_urls(endpoint: Endpoint) -> None:
+    first = Sample.load(PUBLISH["generic"])
+    endpoint.post(_resigned(first, fields__slug="newer", revision=9))
+    endpoint.post(first)  # revision 3, arriving late: its events are stale for the ingest, its URLs not kept
+    assert endpoint.documents.recall("generic", "wp-1042") == [f"{BASE}/blog/newer"]
 
 
 @pytest.mark.parametrize(

@@ -157,18 +157,21 @@ def deliver(
     queue. The caller then drains the run (``run.send_wave([])``) to see what the events changed."""
     from sitemap_updater.adapters.queues import MessageQueue
     from sitemap_updater.adapters.secrets import CachedSecrets
+    from sitemap_updater.adapters.webhook_documents import DocumentUrls
     from sitemap_updater.handlers.webhook import handler
     from sitemap_updater.local.stack import session
     from sitemap_updater.service.webhooks import WebhookReceiver, load_mapping, use_receiver
 
     keys: dict[str, str] = {cms: secrets.token_hex(32) for cms in CMSES}
-    sqs = run.iam.guarded(session().client)("sqs", endpoint_url=run.endpoint_url)
+    make = run.iam.guarded(session().client)
+    sqs, dynamodb = make("sqs", endpoint_url=run.endpoint_url), make("dynamodb", endpoint_url=run.endpoint_url)
     use_receiver(
         WebhookReceiver(
             site=run.settings.site,
             mapping=load_mapping(mapping_file),
             secrets=CachedSecrets(lambda: json.dumps(keys)),
             queue=MessageQueue(sqs, run.stack.queue_url("IngestQueue")),
+            documents=DocumentUrls(dynamodb, run.settings.manifest_table),
         )
     )
     try:
