@@ -1,4 +1,5 @@
-"""Notify search engines only about real changes: IndexNow with the changed URLs, Search Console for the index."""
+"""Notify search engines only about real changes: IndexNow with the changed URLs, Search Console for the index.
+A URL that changes again inside IndexNow's quiet window is held and sent once the window ends."""
 
 from __future__ import annotations
 
