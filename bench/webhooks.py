@@ -10,7 +10,9 @@ handler, the latency to the 2xx answer, and the cost per million webhooks.
    ``--seconds`` over kept-alive connections, each timed from when it was due (so waiting behind a busy server
    counts); latency percentiles to the 2xx. On Lambda each request has a container to itself and a burst scales
    out; here senders and servers share this machine's cores, so the latencies are an upper bound.
-3. Cost per million webhooks at list prices (us-east-1, arm64, 512 MB), using bench/cost.py's rates.
+3. Cost per million webhooks at list prices (us-east-1, arm64, 512 MB), using bench/cost.py's rates: Lambda
+   requests and duration (CPU scaled to 512 MB's share of a vCPU, plus a stated 10 ms per SQS send and
+   bench/cost.py's latencies for the document read and write), SQS sends, DynamoDB, CloudWatch Logs.
 """
 
 from __future__ import annotations
@@ -29,7 +31,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.cost import LAMBDA_GB_S, LAMBDA_REQUEST, LOGS_GB, ONE_VCPU_MB, PLATFORM_LOG_BYTES, SQS_PRICE
+from bench.cost import (
+    DDB_RRU,
+    DDB_WRU,
+    LAMBDA_GB_S,
+    LAMBDA_REQUEST,
+    LATENCY_S,
+    LOGS_GB,
+    ONE_VCPU_MB,
+    PLATFORM_LOG_BYTES,
+    SQS_PRICE,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "events" / "webhooks").glob("*/publish.json"))
@@ -52,6 +64,20 @@ class MemoryQueue:
         self.sent += 1
 
 
+class MemoryDocuments:
+    """The document URL store, in memory: one read and one conditional write per webhook, as on DynamoDB."""
+
+    def __init__(self) -> None:
+        self.urls: dict[tuple[str, str], list[str]] = {}
+
+    def recall(self, cms: str, doc_id: str) -> list[str]:
+        return self.urls.get((cms, doc_id), [])
+
+    def remember(self, cms: str, doc_id: str, urls: list[str], order: str) -> bool:
+        self.urls[(cms, doc_id)] = urls
+        return True
+
+
 def _install_receiver() -> MemoryQueue:
     from sitemap_updater.adapters.secrets import CachedSecrets
     from sitemap_updater.core.urls import Site
@@ -59,9 +85,9 @@ def _install_receiver() -> MemoryQueue:
 
     queue = MemoryQueue()
     keys = json.dumps(dict.fromkeys(("contentful", "sanity", "storyblok", "ghost", "strapi", "generic"), SECRET))
-    use_receiver(
-        WebhookReceiver(Site.parse(SITE), load_mapping("webhook-mapping.json"), CachedSecrets(lambda: keys), queue)
-    )
+    mapping = load_mapping("webhook-mapping.json")
+    documents = MemoryDocuments()
+    use_receiver(WebhookReceiver(Site.parse(SITE), mapping, CachedSecrets(lambda: keys), queue, documents=documents))
     return queue
 
 
@@ -203,12 +229,14 @@ def burst(rate: int, seconds: float, servers: int, senders: int) -> dict[str, fl
 
 def cost_per_million(cpu: dict[str, float]) -> dict[str, float]:
     """Dollars per million webhooks, Lambda at 512 MB (CPU scaled to the share of a vCPU it buys)."""
-    duration_s = cpu["cpu_ms_mean"] / 1000 * (ONE_VCPU_MB / MEMORY_MB) + SQS_SEND_S * cpu["events_per_webhook"]
+    waits = SQS_SEND_S * cpu["events_per_webhook"] + LATENCY_S["GetItem"] + LATENCY_S["PutItem"]
+    duration_s = cpu["cpu_ms_mean"] / 1000 * (ONE_VCPU_MB / MEMORY_MB) + waits
     billed_s = max(0.001, round(duration_s, 3))
     lines = {
         "lambda_requests": LAMBDA_REQUEST * 1e6,
         "lambda_duration": LAMBDA_GB_S * (MEMORY_MB / 1024) * billed_s * 1e6,
         "sqs_send": SQS_PRICE["standard"] * cpu["events_per_webhook"] * 1e6,
+        "dynamodb_document_urls": (DDB_RRU + DDB_WRU) * 1e6,  # a strongly consistent read, a write under 1 KB
         "logs": LOGS_GB * (cpu["log_bytes"] + PLATFORM_LOG_BYTES) * 1e6 / 1e9,
     }
     return {**lines, "total": sum(lines.values()), "duration_ms": 1000 * duration_s}
