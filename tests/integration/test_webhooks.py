@@ -268,6 +268,17 @@ def test_a_renamed_slug_deletes_the_old_url(endpoint: Endpoint) -> None:
     ]
 
 
+def test_a_storyblok_story_moved_to_another_folder_leaves_its_old_url(endpoint: Endpoint) -> None:
+    assert endpoint.post(Sample.load(PUBLISH["storyblok"]))[0] == 202
+    assert endpoint.post(Sample.load(SAMPLES / "storyblok" / "moved.json"))[0] == 202
+    moved = endpoint.queued()[1:]
+    assert [(e["type"], e["url"]) for e in moved] == [
+        ("upsert", f"{BASE}/plans/pricing"),
+        ("delete", f"{BASE}/pricing"),
+    ]
+    assert moved[1]["occurred_at"] == moved[0]["occurred_at"]  # Storyblok sends no time: the arrival orders both
+
+
 def test_a_late_older_webhook_does_not_overwrite_the_remembered_urls(endpoint: Endpoint) -> None:
     first = Sample.load(PUBLISH["generic"])
     endpoint.post(_resigned(first, fields__slug="newer", revision=9))
