@@ -325,6 +325,15 @@ def test_malformed_json_is_400(endpoint: Endpoint) -> None:
     assert status == 400 and "not valid JSON" in answer["error"]
 
 
+def test_a_payload_of_an_unexpected_shape_is_400_not_retried_forever(endpoint: Endpoint) -> None:
+    sample = _resigned(Sample.load(PUBLISH["ghost"]), post__current=["not", "an", "object"])
+    status, answer = endpoint.post(sample)
+    assert status == 400 and "must be objects" in answer["error"]
+    sample = _resigned(Sample.load(PUBLISH["generic"]), fields__slug={"nested": True})
+    status, answer = endpoint.post(sample)
+    assert status == 400 and "slug" in answer["error"]
+
+
 def test_an_unknown_path_is_404_and_a_get_is_405(endpoint: Endpoint) -> None:
     sample = Sample.load(PUBLISH["generic"])
     assert send(endpoint.url, "/wordpress", sample.signed(SECRETS["generic"]), sample.body)[0] == 404

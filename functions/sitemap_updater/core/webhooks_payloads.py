@@ -172,6 +172,8 @@ def _ghost(headers: Mapping[str, str], data: dict[str, Any]) -> Document | Ignor
     kind = kinds[0]
     current = data[kind].get("current") or {}
     previous = data[kind].get("previous") or {}
+    if not isinstance(current, dict) or not isinstance(previous, dict):
+        raise PayloadError(f"{kind}.current and {kind}.previous must be objects")
     if current.get("status") == "published":
         action: Action = "upsert"
         fields = current
@@ -179,8 +181,6 @@ def _ghost(headers: Mapping[str, str], data: dict[str, Any]) -> Document | Ignor
         action, fields = "delete", {**previous, **current} if current else previous
     else:
         return Ignored(f"{kind} {current.get('status') or 'change'}: not published")
-    if not isinstance(fields, dict):
-        raise PayloadError(f"{kind}.current: not an object")
     return Document(
         action=action,
         content_type=kind,

@@ -111,6 +111,9 @@ class WebhookReceiver:
         except (ValueError, RecursionError) as exc:  # JSON, PayloadError, Unmapped, EventRejected
             reason = _reason(exc)
             return Reply(400, {"error": reason}, {**log, "reason": reason})
+        except (TypeError, AttributeError, KeyError, IndexError) as exc:  # a shape no reader expected: no retry helps
+            reason = f"the payload has an unexpected shape ({type(exc).__name__}: {exc})"
+            return Reply(400, {"error": reason}, {**log, "reason": reason})
         except Exception as exc:  # the document store could not be read: the CMS must retry
             return Reply(503, {"error": "the webhook could not be processed now; retry"}, {**log, "reason": repr(exc)})
         urls = [str(e["url"]) for e in events]
