@@ -116,7 +116,7 @@ def map_document(document: Document, mapping: WebhookMapping, base_url: str, rec
         if kind.section:
             event["section"] = kind.section
         if document.action == "upsert":
-            event.update(_entry(document, variant, mapping, kind, warnings))
+            event.update(_entry(document, variant, mapping, kind, warnings, received_at))
             if alternates:
                 event["alternates"] = alternates
         events.append(event)
@@ -201,11 +201,11 @@ def _render(template: str, variant: Variant, document: Document) -> str:
 
 
 def _entry(
-    document: Document, variant: Variant, mapping: WebhookMapping, kind: TypeMap, warnings: list[str]
+    document: Document, variant: Variant, mapping: WebhookMapping, kind: TypeMap, warnings: list[str], received: str
 ) -> dict[str, Any]:
-    entry: dict[str, Any] = {}
-    if document.updated_at:
-        entry["lastmod"] = document.updated_at
+    # A publish is a change: without the CMS's own time (Storyblok sends none), the arrival is its lastmod, or a
+    # republished page would keep its first lastmod (the ingest keeps the stored one for an upsert without).
+    entry: dict[str, Any] = {"lastmod": document.updated_at or received}
     if kind.changefreq:
         entry["changefreq"] = kind.changefreq
     if kind.priority is not None:

@@ -5,7 +5,8 @@ redelivery is harmless by construction: an event is a pure function of the signe
 and ``version`` are the CMS's own updated-at and revision), so the same webhook gives the same events, which the
 ingest recognises by their equal rank as duplicates: one SQS message and one read each, nothing written, no
 rebuild, no notification (docs/architecture.md, "Ingest"). The queue is a standard one and does not deduplicate;
-nor does this function, which would need a store of its own for what the ingest already does.
+nor does this function: the ingest already does, at the cost above. The exception is a payload with no time of
+its own (Storyblok's): its events carry the arrival, so a resend (Storyblok does not retry) moves the lastmod.
 """
 
 from __future__ import annotations
