@@ -103,6 +103,8 @@ def section(data: dict[str, Any]) -> list[str]:
     one, spread, costs = roles["one"][0], roles["spread"][0], roles["cost"]
     full = data["import"]
     spread_total = total(spread)
+    shard = one["functions"].get("RebuildShardFunction", {})
+    index = one["functions"].get("RebuildIndexFunction", {})
     sitemap_full = data.get("import_sitemap_bytes") or full["bytes_up"]
     lines = [
         "## Incremental updates",
@@ -125,7 +127,11 @@ def section(data: dict[str, Any]) -> list[str]:
         _row("one changed page", total(one), one["put_bytes"]),
         _row(f"{spread['events']:,} spread changes at 1,000/s", spread_total, spread["put_bytes"]),
         "",
-        "Write units include the second unit of each transactional write and the sparse `pending` index. "
+        "Write units include the second unit of each transactional write and the sparse `pending` index. One "
+        f"changed page: its rebuild read {shard.get('items_read', 0)} DynamoDB items and "
+        f"{shard.get('calls', {}).get('s3:GET', 0)} S3 object (the file's snapshot; plus the HEAD of the "
+        f"compare-and-swap put), and the index {index.get('items_read', 0)} (every file record, twice: once "
+        "more when the new file's cache lifetime has passed). "
         f"{spread['events']:,} spread changes cost {spread_total['rru'] / max(1.0, full['rru']):.2f} of the full "
         f"publish in read units, {spread['put_bytes'] / max(1, sitemap_full):.2f} of its sitemap bytes uploaded and "
         f"{spread_total['bytes_up'] / max(1, full['bytes_up']):.2f} of all its bytes uploaded, snapshots included "
