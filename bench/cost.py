@@ -11,7 +11,7 @@ Billing rules applied (AWS pricing pages and developer guides, as published in 2
 - SQS: $0.40 per million standard requests, $0.50 FIFO; each 64 KB of a payload is one request. Sends are
   counted as made; the event source mappings receive at most 10 messages per ReceiveMessage and delete with
   DeleteMessageBatch (10 per request). Idle long polling (``IDLE_POLLS_PER_HOUR`` per queue a function reads) is a
-  fixed cost per hour, charged to the sustained rates only.
+  fixed cost per hour, charged to the sustained rates only, like one run of the hourly sweep and upkeep each.
 - DynamoDB on-demand: $0.625 per million write request units, $0.125 per million read request units (after the
   November 2024 reduction); the unit rules are in ``bench/meter.py``.
 - S3 Standard: PUT and LIST $0.005 per 1,000, GET and HEAD $0.0004 per 1,000, DELETE free; storage not counted.
