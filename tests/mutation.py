@@ -39,17 +39,18 @@ _CORE_TESTS = [
 ]
 # The corpus case by case (its run through the simulated deployment takes minutes under shared load).
 _BAD_EVENTS = "tests/unit/test_bad_events.py::test_each_bad_event_is_rejected_naming_its_field"
+_EDGES = "tests/unit/test_event_edges.py"
 # Module -> the tests that cover it (fast ones first: the first failure ends the run).
 TESTS: dict[str, list[str]] = {
     "core/text.py": ["tests/unit/test_text.py", *_CORE_TESTS, "tests/unit/test_events.py"],
-    "core/urls.py": ["tests/unit/test_urls.py", *_CORE_TESTS, "tests/unit/test_events.py"],
+    "core/urls.py": ["tests/unit/test_urls.py", _EDGES, *_CORE_TESTS, "tests/unit/test_events.py"],
     "core/entry.py": [*_CORE_TESTS, "tests/unit/test_render.py", "tests/unit/test_events.py"],
     "core/render.py": [*_CORE_TESTS, "tests/unit/test_render.py", "tests/unit/test_sharding.py"],
-    "core/sharding.py": ["tests/unit/test_sharding.py", *_CORE_TESTS, "tests/unit/test_render.py"],
+    "core/sharding.py": ["tests/unit/test_sharding.py", _EDGES, *_CORE_TESTS, "tests/unit/test_render.py"],
     "core/layout.py": [*_CORE_TESTS, "tests/unit/test_recovery.py", "tests/unit/test_sharding.py"],
     "core/reduce.py": [*_CORE_TESTS, "tests/unit/test_render.py"],
-    "core/events.py": ["tests/unit/test_events.py", _BAD_EVENTS, *_CORE_TESTS],
-    "core/errors.py": [_BAD_EVENTS, "tests/unit/test_events.py", *_CORE_TESTS],
+    "core/events.py": [_EDGES, "tests/unit/test_events.py", _BAD_EVENTS, *_CORE_TESTS],
+    "core/errors.py": [_EDGES, _BAD_EVENTS, "tests/unit/test_events.py", *_CORE_TESTS],
     "core/moments.py": [*_CORE_TESTS, "tests/unit/test_events.py", "tests/unit/test_fastline.py"],
     "core/records.py": [
         "tests/unit/test_records.py",
