@@ -128,3 +128,21 @@ def test_a_search_console_refusal_is_final() -> None:
     console = Engine(403)
     result, _ = _notify(Engine(200), console)
     assert [r.status for r in result.rejected] == [403] and not result.sent and len(console.requests) == 1
+
+
+def test_indexnow_accepting_with_202_counts_as_sent() -> None:
+    result, _ = _notify(Engine(202))
+    assert [(s.status, s.urls) for s in result.sent] == [(202, [URL])] and not result.rejected
+    assert result.sent[0].as_dict() == {"endpoint": "https://api.indexnow.org/indexnow", "status": 202, "urls": [URL]}
+
+
+@pytest.mark.parametrize("status", [429, 500])
+def test_indexnow_answering_429_or_5xx_on_every_attempt_is_retried_later(status: int) -> None:
+    with pytest.raises(NotifyRetry, match=f"IndexNow answered {status} 4 times"):
+        _notify(Engine(status))
+
+
+def test_a_search_console_answer_below_500_is_final() -> None:
+    console = Engine(499)
+    result, _ = _notify(Engine(200), console)
+    assert [r.status for r in result.rejected] == [499] and len(console.requests) == 1
