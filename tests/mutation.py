@@ -89,7 +89,7 @@ TESTS: dict[str, list[str]] = {
     "core/webhooks_signatures.py": ["tests/unit/test_webhook_signatures.py", "tests/integration/test_webhooks.py"],
     "core/webhooks_payloads.py": ["tests/unit/test_webhook_mapping.py", "tests/integration/test_webhooks.py"],
     "core/webhooks_mapping.py": ["tests/unit/test_webhook_mapping.py", "tests/integration/test_webhooks.py"],
-    "service/webhooks.py": ["tests/integration/test_webhooks.py"],
+    "service/webhooks.py": ["tests/unit/test_webhook_receiver_answers.py", "tests/integration/test_webhooks.py"],
     "service/build.py": ["tests/integration/test_build_cli.py"],
     "service/pipeline.py": [
         "tests/unit/test_cold_start.py",
