@@ -124,10 +124,22 @@ def test_republishing_unchanged_content_keeps_lastmod_and_writes_nothing(local_r
     run = local_run()
     url = f"{BASE}/blog/a"
     run.send_wave(bodies([event(url, version=1, occurred_at="2026-11-10T00:00:00Z")]))
-    report = run.send_wave(bodies([event(url, version=2, occurred_at="2026-11-15T00:00:00Z")])).as_dict()
+    again = event(url, version=2, occurred_at="2026-11-15T00:00:00Z", lastmod="2026-11-10T00:00:00Z")
+    report = run.send_wave(bodies([again])).as_dict()
     assert report["events"]["noop"] == 1 and report["s3"]["put"] == []
     xml = gzip.decompress(run.published()["sitemap-blog-00000000.xml.gz"])
     assert b"<lastmod>2026-11-10T00:00:00+00:00</lastmod>" in xml
+
+
+def test_a_republish_without_lastmod_shows_its_own_moment(local_run: LocalRunFactory) -> None:
+    # the newest event alone decides (order-independence): without lastmod, its occurred_at is shown
+    run = local_run()
+    url = f"{BASE}/blog/a"
+    run.send_wave(bodies([event(url, version=1, occurred_at="2026-11-10T00:00:00Z")]))
+    report = run.send_wave(bodies([event(url, version=2, occurred_at="2026-11-15T00:00:00Z")])).as_dict()
+    assert report["events"]["accepted"] == 1 and report["changed_urls"] == [url]
+    xml = gzip.decompress(run.published()["sitemap-blog-00000000.xml.gz"])
+    assert b"<lastmod>2026-11-15T00:00:00+00:00</lastmod>" in xml
 
 
 def test_a_page_moving_section_leaves_the_old_file(local_run: LocalRunFactory) -> None:

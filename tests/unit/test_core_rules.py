@@ -57,11 +57,15 @@ def test_file_names() -> None:
     assert KeyRange(3 << 30, (3 << 30) + (1 << 30), 34).file_name("blog") == "sitemap-blog-00000000c0000000.xml.gz"
     assert KeyRange(5 << 32, 6 << 32, 32).file_name("blog") == "sitemap-blog-00000005.xml.gz"
     assert KeyRange(5 << 31, 6 << 31, 33).file_name("blog") == "sitemap-blog-0000000280000000.xml.gz"
-    digest = hashlib.sha256(b"Blog").hexdigest()[:8]
-    assert KeyRange(0, 2**64, 0).file_name("Blog") == f"sitemap-blog-{digest}-00000000.xml.gz"
-    assert section_slug("über uns") == "uber-uns-" + hashlib.sha256("über uns".encode()).hexdigest()[:8]
-    assert section_slug("日本語") == hashlib.sha256("日本語".encode()).hexdigest()[:8]
-    assert section_slug("a" * 50) == "a" * 40 + "-" + hashlib.sha256(b"a" * 50).hexdigest()[:8]
+    # a name that is not plain gets "--" (which no plain name holds) and 16 hex digits of its SHA-256, so
+    # "Blog" can never take the file of a section literally named like its slug
+    digest = hashlib.sha256(b"Blog").hexdigest()[:16]
+    assert KeyRange(0, 2**64, 0).file_name("Blog") == f"sitemap-blog--{digest}-00000000.xml.gz"
+    assert section_slug(f"blog--{digest}") != section_slug("Blog")
+    assert section_slug("über uns") == "uber-uns--" + hashlib.sha256("über uns".encode()).hexdigest()[:16]
+    assert section_slug("日本語") == "section--" + hashlib.sha256("日本語".encode()).hexdigest()[:16]
+    assert section_slug("a" * 40) == "a" * 40
+    assert section_slug("a" * 41) == "a" * 40 + "--" + hashlib.sha256(b"a" * 41).hexdigest()[:16]
 
 
 def test_an_entry_s_size_counts_its_news() -> None:
@@ -108,16 +112,18 @@ def test_moments_are_exact_microseconds() -> None:
 
 
 def test_an_unversioned_event_ranks_with_version_zero_as_the_documented_text() -> None:
-    # architecture.md: the rank is version+1 and occurred_at (µs) as zero-padded decimals, then 1 for a delete
+    # architecture.md: version+1 and occurred_at (µs) as zero-padded decimals, 1 for a delete, the entry's
+    # digest (empty for a delete), then the section, joined by ":"
     state = state_from_event(parse(event(type="delete", occurred_at="1970-01-01T00:00:01Z")))
-    assert state.rank == f"{0:020d}:{1_000_000:020d}:1:"
+    assert state.rank == f"{0:020d}:{1_000_000:020d}:1::blog"
 
 
-def test_of_two_equal_states_the_first_is_kept_as_ingest_keeps_it() -> None:
+def test_a_tie_between_sections_is_decided_by_the_section_not_by_arrival() -> None:
     first = state_from_event(parse(event(type="delete", version=1, section="a")))
     second = state_from_event(parse(event(type="delete", version=1, section="b")))
-    assert first.rank == second.rank
-    assert reduce_states([first, second])[first.url] is first
+    assert first.rank < second.rank
+    assert reduce_states([first, second])[first.url] is second
+    assert reduce_states([second, first])[first.url] is second
 
 
 def test_events_are_immutable() -> None:
