@@ -8,7 +8,6 @@ of ``<url>`` elements its key range covers (or rendered from its records where n
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -36,14 +35,13 @@ from sitemap_updater.core.records import (
     KIND,
     MOMENT,
     NEWS,
-    OCCURRED,
     SECTION,
     START,
     URL,
-    VERSION,
     RecordView,
     decode_states,
     encode_state,
+    outranks,
     scan_records,
 )
 from sitemap_updater.core.reduce import state_from_event
@@ -196,7 +194,7 @@ def _reduce_bucket(
     best: dict[bytes, RecordView] = {}
     for record in scan_records(data):
         current = best.get(record[URL])
-        if current is None or _outranks(record, current, data):
+        if current is None or outranks(record, current, data):
             best[record[URL]] = record
     live: dict[bytes, list[RecordView]] = defaultdict(list)
     deleted: dict[str, list[tuple[int, int]]] = defaultdict(list)
@@ -230,17 +228,6 @@ def _reduce_bucket(
             offset += len(blob)
             xml_offset += len(elements)
     return sections, {s: sorted(pairs) for s, pairs in deleted.items()}
-
-
-def _outranks(record: RecordView, current: RecordView, data: bytes) -> bool:
-    mine = (record[VERSION], record[OCCURRED], record[KIND])
-    theirs = (current[VERSION], current[OCCURRED], current[KIND])
-    if mine != theirs:
-        return mine > theirs
-    if record[KIND]:
-        return False
-    digest = hashlib.sha256(data[record[BODY] : record[END]]).digest()
-    return digest > hashlib.sha256(data[current[BODY] : current[END]]).digest()
 
 
 def _bucket_path(spill_dir: str, bucket: int, kind: str) -> Path:
