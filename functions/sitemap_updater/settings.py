@@ -93,8 +93,8 @@ class Settings(BaseModel):
     search_console_interval_seconds: Annotated[int, Field(ge=0)] = 3600
     search_console_api: Annotated[str, Field(pattern=r"^https?://")] = SEARCH_CONSOLE_API
     robots_check: bool = False
-    # Webhooks (issue 16): the queue the endpoint sends page events to; the secret's ARN (Secrets Manager) or
-    # ``ssm:/name`` (Parameter Store), read again after its TTL; the mapping file (relative to the functions'
+    # Webhooks (issue 16): the queue the endpoint sends page events to; the secret's ARN (Secrets Manager, the
+    # only store the template grants), read again after its TTL; the mapping file (relative to the functions'
     # directory); the largest body accepted (413 above); how far a signed timestamp may be from now.
     ingest_queue_url: str = ""
     webhook_secret_id: str = ""

@@ -1,4 +1,4 @@
-"""Webhook secrets from Secrets Manager or SSM Parameter Store, cached with a time to live.
+"""Webhook secrets from Secrets Manager, cached with a time to live.
 
 The value is JSON, one entry per CMS, a string or a list of strings (during a rotation both the old and the new
 secret are valid): ``{"contentful": "...", "sanity": ["old", "new"], "strapi": "token"}``. A rotation takes
@@ -19,10 +19,7 @@ class SecretsUnavailable(RuntimeError):
 
 
 def secret_reader(client: Any, secret_id: str) -> Callable[[], str]:
-    """Read the value: ``ssm:/name`` from Parameter Store (decrypted), anything else from Secrets Manager."""
-    if secret_id.startswith("ssm:"):
-        name = secret_id.removeprefix("ssm:")
-        return lambda: str(client.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"])
+    """Read the secret's value from Secrets Manager (the store the template's policy grants the function)."""
     return lambda: str(client.get_secret_value(SecretId=secret_id)["SecretString"])
 
 

@@ -182,12 +182,12 @@ def current_receiver() -> WebhookReceiver:
         if not settings.ingest_queue_url or not settings.webhook_secret_id:
             raise RuntimeError("INGEST_QUEUE_URL and WEBHOOK_SECRET_ID must be set for the webhook function")
         clients = BotocoreClients()
-        store = "ssm" if settings.webhook_secret_id.startswith("ssm:") else "secretsmanager"
         _current = WebhookReceiver(
             site=settings.site,
             mapping=load_mapping(settings.webhook_mapping_file),
             secrets=CachedSecrets(
-                secret_reader(clients.client(store), settings.webhook_secret_id), settings.webhook_secret_ttl_seconds
+                secret_reader(clients.client("secretsmanager"), settings.webhook_secret_id),
+                settings.webhook_secret_ttl_seconds,
             ),
             queue=MessageQueue(clients.client("sqs"), settings.ingest_queue_url),
             max_body_bytes=settings.webhook_max_body_bytes,
