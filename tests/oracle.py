@@ -10,7 +10,8 @@ URL's ``<url>`` element exactly as a file must show it. Its own rules:
   name (by code point), so that of two tied events the same one wins whatever their order.
 - Listed: a URL whose winner is an upsert. Section: the event's, else the first path segment when another
   segment follows it, else ``root``.
-- Lastmod: the winner's, else the winner's ``occurred_at``: the winning event alone decides what is shown.
+- Lastmod: the winner's, else the winner's ``occurred_at``: the winning event alone decides what is shown; a
+  winner whose lastmod is null shows none.
   W3C text: a date as given; a date-time in UTC, whole seconds, ``+00:00``.
 - Element order: loc, lastmod, changefreq, priority, then image:image (loc, caption, title; a repeated image
   URL once), video:video (sitemap-video.xsd order), xhtml:link (sorted by hreflang and href, duplicates once),
@@ -134,13 +135,16 @@ def _video(video: Mapping[str, Any]) -> str:
 def element_parts(body: Mapping[str, Any], lastmod: str | None = None) -> tuple[str, str]:
     """An upsert's ``<url>`` element without its closing tag, split into (everything but news, the news
     element or "")."""
+    shown: str | None
     if body.get("lastmod") is not None:
         shown = w3c(str(body["lastmod"]))
+    elif "lastmod" in body:  # null: the page has no lastmod, and none is shown
+        shown = None
     elif lastmod is not None:
         shown = lastmod
     else:
         shown = w3c(str(body["occurred_at"]))
-    out = [f"<url><loc>{esc(body['url'])}</loc><lastmod>{shown}</lastmod>"]
+    out = [f"<url><loc>{esc(body['url'])}</loc>" + ("" if shown is None else f"<lastmod>{shown}</lastmod>")]
     if body.get("changefreq") is not None:
         out.append(f"<changefreq>{body['changefreq']}</changefreq>")
     if body.get("priority") is not None:
@@ -229,7 +233,7 @@ def expected_elements(
         if is_delete(body):
             continue
         main, news = element_parts(body)
-        lastmod = main.split("<lastmod>", 1)[1].split("</lastmod>", 1)[0]
+        lastmod = main.split("<lastmod>", 1)[1].split("</lastmod>", 1)[0] if "<lastmod>" in main else ""
         if recorded is not None and url in recorded and recorded[url] != lastmod and violations is not None:
             violations.append(f"{url}: lastmod {recorded[url]} is recorded, but its newest event gives {lastmod}")
         shown[url] = main + (news if news_fresh(body, as_of_us) else "") + "</url>"

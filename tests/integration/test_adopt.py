@@ -213,14 +213,18 @@ def test_a_page_without_lastmod_gets_none_and_adopting_again_changes_nothing(
     # Given a sitemap with a page without lastmod
     path = tmp_path / "sitemap.xml"
     path.write_bytes(urlset(url("/blog/undated", lastmod=None), url("/blog/dated")))
-    # When it is adopted, its event has no lastmod and the earliest time of change
+    # When it is adopted, its event says it has no lastmod, with the earliest time of change
     events, _ = adopt(str(path))
     undated = next(e for e in events if e["url"].endswith("undated"))
-    assert "lastmod" not in undated and undated["occurred_at"] == UNKNOWN_TIME
-    # And adopting the unchanged sitemap again gives the same events and leaves every published byte as it was
+    assert undated["lastmod"] is None and undated["occurred_at"] == UNKNOWN_TIME
+    # Then the published page shows no lastmod (none is made up), the dated one keeps its own
     run = local_run()
     run.import_site(json.dumps(e) for e in events)
     first = run.published()
+    xml = b"".join(gzip.decompress(d) for d in first.values() if d[:2] == b"\x1f\x8b")
+    assert f"<url><loc>{BASE}/blog/undated</loc></url>".encode() in xml
+    assert b"<lastmod>2026-11-02</lastmod>" in xml and b"1970-01-01" not in first["sitemap.xml"] + xml
+    # And adopting the unchanged sitemap again gives the same events and leaves every published byte as it was
     again, _ = adopt(str(path))
     assert again == events
     run.import_site(json.dumps(e) for e in again)
@@ -279,7 +283,7 @@ def test_a_bad_field_is_dropped_with_a_warning_and_its_page_kept(tmp_path: Path)
     # Then every page is kept, without the bad field but with the rest
     assert sorted(by_url) == ["a", "b", "c", "d", "e", "f"]
     assert "changefreq" not in by_url["a"] and by_url["a"]["priority"] == 0.3
-    assert "priority" not in by_url["b"] and "lastmod" not in by_url["b"]
+    assert "priority" not in by_url["b"] and by_url["b"]["lastmod"] is None
     assert by_url["b"]["occurred_at"] == UNKNOWN_TIME
     assert by_url["c"]["images"] == [{"loc": "https://cdn.example.com/ok.jpg"}]
     assert "alternates" not in by_url["d"] and "news" not in by_url["e"]
@@ -301,7 +305,7 @@ def test_text_sitemaps_are_adopted_plain_or_gzip(web: Web) -> None:
     web.replies["/sitemap.xml"] = Reply(index(web.url("/a.txt"), web.url("/b.txt.gz")))
     events, adoption = adopt(web.url("/sitemap.xml"))
     assert [e["url"] for e in events] == [f"{BASE}/one", f"{BASE}/two", f"{BASE}/three", f"{BASE}/four"]
-    assert all("lastmod" not in e for e in events)
+    assert all(e["lastmod"] is None for e in events)  # a text sitemap gives no lastmod: none is shown
     assert adoption.problems == [
         f"{web.url('/b.txt.gz')} (listed in {web.url('/sitemap.xml')}): page not a url skipped: "
         "url: must be an absolute http or https URL, not a relative URL"

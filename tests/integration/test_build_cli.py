@@ -245,3 +245,28 @@ def test_120001_urls_in_one_section_stay_within_every_limit(tmp_path: Path) -> N
             assert len(xml) <= MAX_BYTES_PER_FILE
             total += count
         assert total == 120_001
+
+
+def test_pages_without_a_lastmod_are_published_without_one(tmp_path: Path) -> None:
+    # Given pages whose events say they have no lastmod (as adoption sends them), beside a dated page
+    undated = [event(f"{BASE}/archive/{i}", lastmod=None, occurred_at="1970-01-01T00:00:00Z") for i in range(3)]
+    dated = event(f"{BASE}/blog/a", lastmod="2026-11-02")
+    export = write_jsonl(tmp_path / "events.jsonl", [*undated, dated])
+    # When they are built
+    out = tmp_path / "out"
+    assert run_build(export, out) == 0
+    files = published(out)
+    archive = gzip.decompress(files["sitemap-archive-00000000.xml.gz"])
+    # Then each undated page shows no lastmod, and its file is named in the index without one
+    assert archive.count(b"<lastmod>") == 0 and archive.count(b"<url><loc>") == 3
+    index = etree.fromstring(files["sitemap.xml"])
+    lastmods = {
+        s.findtext("s:loc", namespaces=NS).rsplit("/", 1)[1]: s.findtext("s:lastmod", namespaces=NS)  # type: ignore[union-attr]
+        for s in index.iterfind("s:sitemap", NS)
+    }
+    assert lastmods == {
+        "sitemap-archive-00000000.xml.gz": None,
+        "sitemap-blog-00000000.xml.gz": "2026-11-02T00:00:00+00:00",
+    }
+    # And the pipeline's rules publish the same bytes
+    assert files == reference_site([*undated, dated]).all_bytes()

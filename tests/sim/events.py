@@ -45,8 +45,9 @@ def _upsert(rng: random.Random, url: str, version: int, slug: str) -> dict[str, 
     body = event(url, version=version)
     if rng.random() < 0.15:  # no lastmod: the page shows its occurred_at (one of a few, so that some tie)
         body["occurred_at"] = _moment(_AS_OF - timedelta(hours=rng.randint(1, 3)))
-    else:
-        body["lastmod"] = f"2026-11-{rng.randint(1, 20):02d}"
+    else:  # the 20th: null, a page with no lastmod at all (as adopted from a sitemap without one)
+        day = rng.randint(1, 20)
+        body["lastmod"] = None if day == 20 else f"2026-11-{day:02d}"
     if rng.random() < 0.2:  # moves the page to a section other than its path's (or names its own)
         body["section"] = rng.choice(SECTIONS)
     if rng.random() < 0.15:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sitemap_updater.core.layout import PublishedFile
-from sitemap_updater.core.render import IndexItem
+from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile
+from sitemap_updater.core.render import IndexItem, render_index
 from sitemap_updater.core.sharding import KeyRange
 from sitemap_updater.service.index import grace_over, index_items
 
@@ -31,6 +31,15 @@ def test_at_the_end_of_the_lifetime_the_file_is_named_with_its_own_lastmod() -> 
         assert items == [IndexItem("a", 900)] and settling == 0
     items, settling = index_items([_file("a", NOW - LIFETIME + 1, prev_lastmod_us=800)], NOW, LIFETIME)
     assert items == [IndexItem("a", 800)] and settling == 1
+
+
+def test_a_file_whose_earlier_bytes_showed_no_lastmod_is_named_without_one_meanwhile() -> None:
+    # its pages had no lastmod (adopted without one); now one has: the CDN may still serve the undated bytes
+    items, settling = index_items([_file("a", NOW, prev_lastmod_us=PREV_UNDATED)], NOW, LIFETIME)
+    assert items == [IndexItem("a", 0)] and settling == 1
+    assert b"<lastmod>" not in render_index("https://www.example.com", items)
+    items, settling = index_items([_file("a", NOW - LIFETIME, prev_lastmod_us=PREV_UNDATED)], NOW, LIFETIME)
+    assert items == [IndexItem("a", 900)] and settling == 0
 
 
 def test_a_new_name_has_no_older_bytes_to_wait_for() -> None:

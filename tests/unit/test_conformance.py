@@ -238,21 +238,23 @@ def test_namespaces_are_declared_only_when_used() -> None:
         assert declared == {prefix}
 
 
-def test_lastmod_is_the_event_s_else_the_moment_of_the_change() -> None:
+def test_lastmod_is_the_event_s_else_the_moment_of_the_change_and_none_when_null() -> None:
     plain = {"type": "upsert", "url": f"{BASE}/p", "occurred_at": "2026-11-20T10:00:00.9-05:00"}
     assert "<lastmod>2026-11-20T15:00:00+00:00</lastmod>" in _file(plain)
     assert "<lastmod>2026-11-02</lastmod>" in _file({**plain, "lastmod": "2026-11-02"})
-    kept = entry_from_event(parse(plain), lastmod=parse({**plain, "lastmod": "2026-11-01"}).lastmod)
-    assert b"<lastmod>2026-11-01</lastmod>" in kept.body
+    # "lastmod": null says the page has none (a sitemap adopted without one): the element is left out
+    undated = _file({**plain, "lastmod": None})
+    assert f"<url><loc>{BASE}/p</loc></url>" in undated and "<lastmod>" not in undated
+    assert entry_from_event(parse({**plain, "lastmod": None})).lastmod_us == 0
 
 
 def test_the_index_is_the_hand_written_xml() -> None:
+    # a file none of whose pages has a lastmod (0) is named without one
     items = [IndexItem("sitemap-b-00000000.xml.gz", 1_795_262_400_000_000), IndexItem("sitemap-a-8.xml.gz", 0)]
     assert render_index(BASE, items).decode() == (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-        "<sitemap><loc>https://www.example.com/sitemap-a-8.xml.gz</loc>"
-        "<lastmod>1970-01-01T00:00:00+00:00</lastmod></sitemap>\n"
+        "<sitemap><loc>https://www.example.com/sitemap-a-8.xml.gz</loc></sitemap>\n"
         "<sitemap><loc>https://www.example.com/sitemap-b-00000000.xml.gz</loc>"
         "<lastmod>2026-11-21T12:00:00+00:00</lastmod></sitemap>\n"
         "</sitemapindex>\n"

@@ -93,7 +93,7 @@ def tied_events(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):  # a move to another section, or a delete naming the section it is deleted from
         body["section"] = draw(sections)
     if body["type"] == "upsert" and draw(st.booleans()):
-        body["lastmod"] = "2026-11-01"
+        body["lastmod"] = draw(st.sampled_from(["2026-11-01", None]))  # None: the page has no lastmod
     if body["type"] == "upsert" and draw(st.booleans()):
         body["priority"] = draw(st.sampled_from([0.2, 0.8]))
     return body

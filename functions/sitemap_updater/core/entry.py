@@ -103,9 +103,11 @@ def image_element(loc: str, title: str | None, caption: str | None) -> str:
     return text + "</image:image>"
 
 
-def url_open(url: str, lastmod: str, changefreq: str | None, priority: float | None) -> str:
-    """``<url>`` with its ``loc``, ``lastmod`` (W3C text), ``changefreq`` and ``priority`` children."""
-    text = f"<url><loc>{escape_text(url)}</loc><lastmod>{lastmod}</lastmod>"
+def url_open(url: str, lastmod: str | None, changefreq: str | None, priority: float | None) -> str:
+    """``<url>`` with its ``loc``, ``lastmod`` (W3C text; None: none), ``changefreq`` and ``priority`` children."""
+    text = f"<url><loc>{escape_text(url)}</loc>"
+    if lastmod is not None:
+        text += f"<lastmod>{lastmod}</lastmod>"
     if changefreq is not None:
         text += f"<changefreq>{changefreq}</changefreq>"
     if priority is not None:
@@ -164,17 +166,16 @@ def _news(news: News) -> bytes:
     ).encode()
 
 
-def entry_from_event(event: PageEvent, lastmod: date | datetime | None = None) -> Entry:
+def entry_from_event(event: PageEvent) -> Entry:
     """Render an upsert's ``<url>`` element once; its bytes are what every sitemap file will hold.
 
-    The lastmod is the event's, else ``lastmod`` (the page's previous one, when its content is unchanged),
-    else the time of the change.
+    The lastmod is the event's, else the time of the change; an event whose lastmod is null shows none (its
+    ``lastmod_us`` is 0, so it moves no file's lastmod).
     """
-    if event.lastmod is not None:
-        lastmod = event.lastmod
-    elif lastmod is None:
+    lastmod: date | datetime | None = event.lastmod
+    if lastmod is None and not event.no_lastmod:
         lastmod = event.occurred_at
-    out = [url_open(event.url, w3c(lastmod), event.changefreq, event.priority)]
+    out = [url_open(event.url, None if lastmod is None else w3c(lastmod), event.changefreq, event.priority)]
     flags = 0
     seen_images: set[str] = set()
     for image in event.images:
@@ -194,7 +195,7 @@ def entry_from_event(event: PageEvent, lastmod: date | datetime | None = None) -
         url=event.url,
         key=page_key(event.url),
         section=event.section if event.section is not None else default_section(event.url),
-        lastmod_us=moment_micros(lastmod),
+        lastmod_us=0 if lastmod is None else moment_micros(lastmod),
         body="".join(out).encode(),
         news=news,
         news_us=news_us,

@@ -199,7 +199,11 @@ class PageEvent(_Model):
     version: Annotated[int, Field(ge=0, le=MAX_VERSION)] | None = Field(
         default=None, description="monotonic per URL; events are ordered by (version, occurred_at)"
     )
-    lastmod: W3CDate | None = None
+    lastmod: W3CDate | None = Field(
+        default=None,
+        description="W3C date or date-time; left out, the event's occurred_at is shown; null, the page has no "
+        "lastmod and none is shown (as adopted from a sitemap that gave none)",
+    )
     changefreq: ChangeFreq | None = None
     priority: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     section: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(check_xml_text)] | None = None
@@ -225,6 +229,11 @@ class PageEvent(_Model):
         if not in_window(value):
             raise ValueError(f"out of range: must be {WINDOW_TEXT}")
         return value
+
+    @property
+    def no_lastmod(self) -> bool:
+        """True when the event says the page has no lastmod (``"lastmod": null``): its entry shows none."""
+        return self.lastmod is None and "lastmod" in self.model_fields_set
 
     @property
     def order(self) -> tuple[int, int]:

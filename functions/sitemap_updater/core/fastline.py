@@ -119,6 +119,8 @@ class LineParser:
         if version is None:
             version = -1
         lastmod = data.get("lastmod")
+        if lastmod is None and "lastmod" in data:
+            return None  # an explicit null: no lastmod shown, rendered by the model path
         if lastmod is not None:
             lastmod = self._lastmod(lastmod)
             if lastmod is None:

@@ -103,6 +103,9 @@ def build_site(
     return SiteFiles(files, render_index(base_url, index_items), index_items)
 
 
+PREV_UNDATED = -1  # PublishedFile.prev_lastmod_us of a name whose earlier bytes showed no lastmod
+
+
 @dataclass(frozen=True, slots=True)
 class PublishedFile:
     """What is recorded about a published sitemap file: its range, content digest, lastmod and counts.
@@ -126,5 +129,7 @@ class PublishedFile:
     pending_index: bool = False  # published, not yet announced by an index rebuild (named, invalidated)
     unsettled: bool = False  # a put of other bytes under this name may have happened: never skip a render
     published_us: int = 0  # when its bytes were put: until the CDN's cache lifetime has passed it may serve others
-    prev_lastmod_us: int = 0  # the lastmod of the bytes the name held before (0: none), for the index meanwhile
+    # the lastmod of the bytes the name held before, for the index meanwhile (0: it held none; PREV_UNDATED: it
+    # held bytes none of whose pages had a lastmod)
+    prev_lastmod_us: int = 0
     unnamed_us: int = 0  # when the index stopped naming it

@@ -129,7 +129,7 @@ def _gzip_urlset(flags: int, parts: list[bytes], count: int, level: int, news_un
 
 @dataclass(frozen=True, slots=True, order=True)
 class IndexItem:
-    """One file named by the index, with the lastmod its data gives it."""
+    """One file named by the index, with the lastmod its data gives it (0: none of its pages has one)."""
 
     name: str
     lastmod_us: int
@@ -145,8 +145,13 @@ def render_index(base_url: str, items: Iterable[IndexItem]) -> bytes:
         )
     parts = [XML_DECLARATION, f'<sitemapindex xmlns="{SITEMAP_NS}">\n'.encode()]
     parts += [
-        f"<sitemap><loc>{base_url}/{item.name}</loc><lastmod>{w3c_micros(item.lastmod_us)}</lastmod></sitemap>\n".encode()
+        f"<sitemap><loc>{base_url}/{item.name}</loc>{_index_lastmod(item.lastmod_us)}</sitemap>\n".encode()
         for item in ordered
     ]
     parts.append(b"</sitemapindex>\n")
     return b"".join(parts)
+
+
+def _index_lastmod(lastmod_us: int) -> str:
+    """A file's ``<lastmod>`` in the index; none for a file none of whose pages has one (0)."""
+    return f"<lastmod>{w3c_micros(lastmod_us)}</lastmod>" if lastmod_us else ""

@@ -6,8 +6,9 @@ released once it is converted. Over HTTP(S), redirects are followed only on the 
 site's, and the host of the location given). Every field the event contract knows is kept (images with
 captions and titles, videos, news, hreflang alternates); a field the contract rejects is dropped with a
 warning and its page kept. An event's ``occurred_at`` is the page's lastmod, or :data:`UNKNOWN_TIME` (the
-Unix epoch) when it has none (no lastmod is made up) or one in the future: adopting an unchanged sitemap again
-gives the same events, and a real event for the page outranks it. Whatever could not be read is reported in
+Unix epoch) when it has none or one in the future: adopting an unchanged sitemap again gives the same events,
+and a real event for the page outranks it. A page without a lastmod gets ``"lastmod": null``, so none is shown
+(none is made up). Whatever could not be read is reported in
 ``problems`` with its URL.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import http.client
+import json
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -272,7 +274,10 @@ class Adoption:
             self.pages += 1
             if self.progress is not None and self.pages % 1000 == 0:
                 self.progress(self)
-            return parsed.event.model_dump_json(exclude_none=True, exclude_defaults=True)
+            adopted = parsed.event.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+            if parsed.event.lastmod is None:
+                adopted["lastmod"] = None  # the sitemap gave none (or one dropped): none is shown, none made up
+            return json.dumps(adopted, ensure_ascii=False, separators=(",", ":"))
         self.problems.append(f"{where}: page {url} skipped: too many invalid fields")
         return None
 

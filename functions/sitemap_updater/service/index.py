@@ -43,7 +43,7 @@ def index_items(named: list[PublishedFile], now_us: int, max_age_us: int) -> tup
     settling = 0
     for published in named:
         if published.prev_lastmod_us and published.published_us > now_us - max_age_us:
-            items.append(IndexItem(published.name, published.prev_lastmod_us))
+            items.append(IndexItem(published.name, max(published.prev_lastmod_us, 0)))  # PREV_UNDATED: none
             settling += 1
         else:
             items.append(IndexItem(published.name, published.lastmod_us))

@@ -167,8 +167,10 @@ def page_write(state: PageState, old: PageRecord | None = None) -> PageWrite:
 
 
 def _lastmod_text(body: bytes) -> str:
-    """The lastmod exactly as rendered (a date or a date-time), read back from the entry."""
-    start = body.index(b"<lastmod>") + len(b"<lastmod>")
+    """The lastmod exactly as rendered (a date or a date-time), read back from the entry; "" when it has none."""
+    start = body.find(b"<lastmod>") + len(b"<lastmod>")
+    if start < len(b"<lastmod>"):
+        return ""
     return body[start : body.index(b"</lastmod>", start)].decode()
 
 

@@ -16,7 +16,7 @@ from itertools import accumulate
 from typing import Any
 
 from sitemap_updater.adapters.manifest import PageFields
-from sitemap_updater.core.layout import PublishedFile, range_lastmod
+from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile, range_lastmod
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import PageState
@@ -269,7 +269,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         holder = holders.get(name)
         if put:  # the CDN may serve the bytes the name held before for its cache lifetime: the index needs both
             before = holder if holder is not None and holder.state in ("live", "retiring") else old
-            published_us, prev_lastmod_us = as_of, before.lastmod_us if before is not None else 0
+            published_us, prev_lastmod_us = as_of, (before.lastmod_us or PREV_UNDATED) if before is not None else 0
         else:
             assert old is not None
             published_us, prev_lastmod_us = old.published_us, old.prev_lastmod_us
