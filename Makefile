@@ -54,6 +54,7 @@ demo: venv
 	rm -rf out/demo
 	$(BIN)/sitemap-updater local --site https://www.example.com \
 	    --events events/wave-1.jsonl --events events/wave-2.jsonl --events events/wave-2.jsonl \
+	    --webhooks events/webhooks/contentful/publish.json \
 	    --out out/demo --report out/demo-report.json --log out/demo-functions.log
 	@echo
 	@echo "Published (out/demo), index first:"

@@ -108,14 +108,14 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--quiet", action="store_true", help="print only the summary and rejected lines")
     loc = commands.add_parser(
         "local",
-        help="run the whole pipeline on a local AWS endpoint, one wave per events file",
+        help="run the whole pipeline on a local AWS endpoint, one wave per events file (and one of webhooks)",
         description=(
             "Start moto in this process (unless --endpoint-url names another AWS-compatible endpoint), create "
             "the queues, table, bucket and distribution of template.yaml, optionally import a whole site "
             "(--import or --adopt, as `sitemap-updater import` does), send each events file (a JSON array or "
             "JSONL) to the ingest queue as one wave, drive the real handlers, each under its IAM policy from "
-            "the template, with real SQS event shapes until every queue is empty, and after the last wave copy "
-            "the bucket into DIR."
+            "the template, with real SQS event shapes until every queue is empty, then deliver the --webhooks "
+            "samples as one more wave, and after the last wave copy the bucket into DIR."
         ),
     )
     loc.add_argument(
@@ -123,6 +123,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     loc.add_argument(
         "--events", type=Path, action="append", default=[], metavar="FILE", help="one wave; repeat for more"
+    )
+    loc.add_argument(
+        "--webhooks",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a sample CMS webhook (events/webhooks/<cms>/*.json) or a directory of them (in name order); "
+        "after the --events waves, each is signed with a local secret and POSTed over HTTP on 127.0.0.1 to the "
+        "real webhook handler (under its IAM policy); repeat for more: together they make one more wave",
+    )
+    loc.add_argument(
+        "--mapping",
+        type=Path,
+        metavar="FILE",
+        help="the mapping of content types to URLs for --webhooks (default: functions/webhook-mapping.json, "
+        "the file sam build deploys)",
     )
     first = loc.add_mutually_exclusive_group()
     first.add_argument(
@@ -271,13 +288,22 @@ def _report_lines(events: Path, result: BuildResult, quiet: bool) -> None:
 
 def _local(args: argparse.Namespace) -> int:
     from sitemap_updater.local.runner import LocalRun, read_events_file
+    from sitemap_updater.local.webhooks import sample_files, webhook_wave
+    from sitemap_updater.service.webhooks import FUNCTIONS_DIR
 
-    if not args.events and args.import_events is None and args.adopt is None:
-        print("sitemap-updater: local needs --events, --import or --adopt", file=sys.stderr)
+    if not args.events and not args.webhooks and args.import_events is None and args.adopt is None:
+        print("sitemap-updater: local needs --events, --webhooks, --import or --adopt", file=sys.stderr)
         return EXIT_USAGE
     missing = [str(p) for p in [*args.events, args.import_events] if p is not None and not p.is_file()]
+    missing += [str(p) for p in args.webhooks if not p.exists()]
     if missing:
         print(f"sitemap-updater: cannot read {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    mapping = (args.mapping or FUNCTIONS_DIR / "webhook-mapping.json").resolve()
+    try:
+        webhooks = sample_files(args.webhooks, mapping) if args.webhooks else []
+    except ValueError as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
     reports = []
     with LocalRun(
@@ -297,7 +323,11 @@ def _local(args: argparse.Namespace) -> int:
         for path in args.events:
             report = run.send_wave(read_events_file(path)).as_dict()
             reports.append(report)
-            print(_wave_summary(path, report))
+            print(_wave_summary(str(path), report))
+        if webhooks:
+            report = webhook_wave(run, webhooks, mapping)
+            reports.append(report)
+            print(_wave_summary("webhooks", report))
         for error in run.errors:
             print(f"  a function failed and its batch was retried: {error}", file=sys.stderr)
         try:
@@ -313,14 +343,24 @@ def _local(args: argparse.Namespace) -> int:
     return status
 
 
-def _wave_summary(path: Path, report: dict[str, object]) -> str:
+def _wave_summary(source: str, report: dict[str, object]) -> str:
     events = report["events"]
     s3 = report["s3"]
     assert isinstance(events, dict) and isinstance(s3, dict)
-    lines = [
-        f"wave {report['wave']} ({path}): " + ", ".join(f"{count} {name}" for name, count in events.items()),
-        f"  written: {', '.join(s3['put']) or 'nothing'}",
-    ]
+    lines = [f"wave {report['wave']} ({source}): " + ", ".join(f"{count} {name}" for name, count in events.items())]
+    hooks = report.get("webhooks", [])
+    assert isinstance(hooks, list)
+    for hook in hooks:  # HTTP status, then what the endpoint answered
+        answer = hook["answer"] if isinstance(hook["answer"], dict) else {}
+        said = (
+            f"queued {', '.join(answer['urls']) or 'nothing'}"
+            if "urls" in answer
+            else f"ignored: {answer['ignored']}"
+            if "ignored" in answer
+            else f"refused: {answer.get('error')}"
+        )
+        lines.append(f"  webhook {hook['file']}: HTTP {hook['status']}, {said}")
+    lines.append(f"  written: {', '.join(s3['put']) or 'nothing'}")
     if s3["deleted"]:
         lines.append(f"  deleted: {', '.join(s3['deleted'])}")
     changed = report["changed_urls"]

@@ -8,8 +8,11 @@ redeliveries that give identical events, and one publish through the whole pipel
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,6 +30,7 @@ from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site
 from sitemap_updater.core.webhooks_signatures import CMSES
 from sitemap_updater.handlers.webhook import handler
+from sitemap_updater.handlers.webhook import logger as handler_logger
 from sitemap_updater.local.webhooks import Sample, deliver, send, serve
 from sitemap_updater.service.webhooks import WebhookReceiver, load_mapping, use_receiver
 from tests.conftest import BASE
@@ -229,19 +233,26 @@ def test_an_unmapped_payload_is_400_with_its_reason(endpoint: Endpoint, cms: str
 # --- deletes, drafts, locales --------------------------------------------------------------------------------
 
 DELETES = [("sanity", "delete"), ("ghost", "unpublish"), ("ghost", "delete"), ("strapi", "unpublish")]
+DELETES += [("strapi", "delete"), ("generic", "delete"), ("generic", "unpublish")]
 
 
-@pytest.mark.parametrize(("cms", "name"), [*DELETES, ("generic", "delete")])
+@pytest.mark.parametrize(("cms", "name"), DELETES)
 def test_unpublish_and_delete_become_delete_events(endpoint: Endpoint, cms: str, name: str) -> None:
     status, answer = endpoint.post(Sample.load(SAMPLES / cms / f"{name}.json"))
     assert status == 202, answer
     assert [e["type"] for e in endpoint.queued()] == ["delete"]
 
 
-@pytest.mark.parametrize("cms", ["contentful", "storyblok"])
-def test_a_delete_without_a_slug_deletes_the_urls_the_document_was_published_at(endpoint: Endpoint, cms: str) -> None:
-    """Contentful's DeletedEntry and Storyblok's unpublish carry no slug: the URLs are the ones remembered."""
-    unpublish = Sample.load(SAMPLES / cms / "unpublish.json")
+@pytest.mark.parametrize(
+    ("cms", "name"),
+    [("contentful", "unpublish"), ("contentful", "delete"), ("storyblok", "unpublish"), ("storyblok", "delete")],
+)
+def test_a_delete_without_a_slug_deletes_the_urls_the_document_was_published_at(
+    endpoint: Endpoint, cms: str, name: str
+) -> None:
+    """Contentful's DeletedEntry and Storyblok's unpublished and deleted carry no slug: the URLs are the ones
+    remembered."""
+    unpublish = Sample.load(SAMPLES / cms / f"{name}.json")
     status, answer = endpoint.post(unpublish)
     assert status == 400  # never published through this endpoint: nothing to go on, and nothing guessed
     assert "no URL is remembered" in answer["error"]
@@ -286,10 +297,35 @@ def test_a_late_older_webhook_does_not_overwrite_the_remembered_urls(endpoint: E
     assert endpoint.documents.recall("generic", "wp-1042") == [f"{BASE}/blog/newer"]
 
 
-@pytest.mark.parametrize(
-    ("cms", "name"),
-    [("contentful", "save-draft"), ("sanity", "draft"), ("storyblok", "asset"), ("strapi", "draft")],
-)
+IGNORED = [("contentful", "save-draft"), ("sanity", "draft"), ("storyblok", "asset"), ("strapi", "draft")]
+
+
+@pytest.mark.parametrize("file", sorted(SAMPLES.glob("*/*.json")), ids=lambda f: f"{f.parent.name}/{f.stem}")
+def test_every_sample_after_its_cms_publish_is_answered_as_its_name_says(endpoint: Endpoint, file: Path) -> None:
+    """Each sample in events/webhooks/ (new ones included): a draft or an asset is ignored, a publish or a move
+    queues upserts (a move also deletes the old URL), an unpublish, archive or delete queues deletes of the URLs the
+    publish made (Ghost's delete sample is of another page)."""
+    cms = file.parent.name
+    assert endpoint.post(Sample.load(PUBLISH[cms]))[0] == 202
+    endpoint.queued()
+    status, answer = endpoint.post(Sample.load(file))
+    events = endpoint.queued()
+    if (cms, file.stem) in IGNORED:
+        assert (status, events) == (200, []) and answer["ignored"]
+        return
+    assert status == 202, answer
+    assert [e["url"] for e in events] == answer["urls"]
+    if file.stem == "publish":
+        assert {e["type"] for e in events} == {"upsert"}
+    elif file.stem == "moved":
+        assert [e["type"] for e in events] == ["upsert", "delete"]
+    else:
+        assert {e["type"] for e in events} == {"delete"}
+        if file != SAMPLES / "ghost" / "delete.json":
+            assert sorted(answer["urls"]) == sorted(EXPECTED_URLS[cms])
+
+
+@pytest.mark.parametrize(("cms", "name"), IGNORED)
 def test_drafts_and_assets_are_acknowledged_and_ignored(endpoint: Endpoint, cms: str, name: str) -> None:
     status, answer = endpoint.post(Sample.load(SAMPLES / cms / f"{name}.json"))
     assert status == 200 and answer["ignored"]
@@ -338,6 +374,45 @@ def test_an_unknown_path_is_404_and_a_get_is_405(endpoint: Endpoint) -> None:
     sample = Sample.load(PUBLISH["generic"])
     assert send(endpoint.url, "/wordpress", sample.signed(SECRETS["generic"]), sample.body)[0] == 404
     assert send(endpoint.url, "/generic", {}, b"", method="GET")[0] == 405
+
+
+@contextlib.contextmanager
+def handler_output() -> Iterator[io.StringIO]:
+    """Everything the handler writes while inside, as Lambda records it: its logger's lines and its metrics."""
+    out = io.StringIO()
+    streams = [h for h in logging.getLogger(handler_logger.service).handlers if isinstance(h, logging.StreamHandler)]
+    previous = [h.stream for h in streams]
+    for stream_handler in streams:
+        stream_handler.setStream(out)
+    try:
+        with contextlib.redirect_stdout(out):
+            yield out
+    finally:
+        for stream_handler, stream in zip(streams, previous, strict=True):
+            stream_handler.setStream(stream)
+
+
+@pytest.mark.parametrize(("case", "status"), [("accepted", 202), ("unmapped", 400), ("unsigned", 401), ("forged", 403)])
+def test_a_request_body_is_never_logged(endpoint: Endpoint, case: str, status: int) -> None:
+    """A draft's text in a body (accepted or refused) must not reach the logs: only the body's size and digest."""
+    marker = f"DRAFT-TEXT-{uuid.uuid4().hex}"
+    sample = _resigned(Sample.load(PUBLISH["generic"]), fields__draft_notes=f"confidential: {marker}")
+    if case == "unmapped":
+        sample = _resigned(sample, type="recipe")
+    headers = {
+        "accepted": None,
+        "unmapped": None,
+        "unsigned": dict(sample.headers),
+        "forged": sample.signed("not-the-secret-" + "y" * 49),
+    }[case]
+    with handler_output() as out:
+        assert endpoint.post(sample, headers=headers)[0] == status
+    logged = out.getvalue()
+    assert marker.encode() in sample.body
+    message = "webhook accepted" if status == 202 else "webhook refused"
+    assert f'"message":"{message}"' in logged
+    assert f'"bytes":{len(sample.body)}' in logged  # the body is identified by its size (and digest) instead
+    assert marker not in logged
 
 
 def test_a_failed_send_is_5xx_so_the_cms_retries(endpoint: Endpoint) -> None:

@@ -18,7 +18,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -239,9 +239,16 @@ class LocalRun:
 
     def _invoke(self, handler_path: str, event: dict[str, Any]) -> dict[str, Any]:
         module_name, function_name = handler_path.rsplit(".", 1)
+        with self.capturing_logs():
+            handler = getattr(importlib.import_module(module_name), function_name)
+            response = handler(event, LocalContext(function_name=module_name.rsplit(".", 1)[-1]))
+        return dict(response or {})
+
+    @contextlib.contextmanager
+    def capturing_logs(self) -> Iterator[None]:
+        """While inside, what the functions log and print (metrics) goes to :attr:`logs`, not the terminal."""
         start = _LOG_SINK.tell()
         with contextlib.redirect_stdout(_LOG_SINK):  # metrics print to stdout
-            handler = getattr(importlib.import_module(module_name), function_name)
             # Powertools loggers keep the stream they were created with: point them at the sink meanwhile.
             service = logging.getLogger(os.environ.get("POWERTOOLS_SERVICE_NAME", "service_undefined"))
             streams = [h for h in service.handlers if isinstance(h, logging.StreamHandler)]
@@ -249,12 +256,11 @@ class LocalRun:
             for stream_handler in streams:
                 stream_handler.setStream(_LOG_SINK)
             try:
-                response = handler(event, LocalContext(function_name=module_name.rsplit(".", 1)[-1]))
+                yield
             finally:
                 for stream_handler, stream in zip(streams, previous, strict=True):
                     stream_handler.setStream(stream)
-        self.logs += [line for line in _LOG_SINK.getvalue()[start:].splitlines() if line.strip()]
-        return dict(response or {})
+                self.logs += [line for line in _LOG_SINK.getvalue()[start:].splitlines() if line.strip()]
 
     def _collect(self, report: WaveReport) -> None:
         for result in self._results:

@@ -175,7 +175,39 @@ def deliver(
         )
     )
     try:
-        with run.iam.acting_as("WebhookFunction"), serve(handler) as url:
+        with run.capturing_logs(), run.iam.acting_as("WebhookFunction"), serve(handler) as url:
             return send_samples(url, files, keys)
     finally:
         use_receiver(None)
+
+
+def sample_files(paths: list[Path], mapping_file: Path) -> list[Path]:
+    """The sample files ``paths`` name (a directory: its ``*.json`` files in name order), each read and checked,
+    and the mapping file read and validated; ValueError says what is wrong, before any stack is created."""
+    from sitemap_updater.service.webhooks import load_mapping
+
+    try:
+        load_mapping(mapping_file)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"mapping {mapping_file}: {exc}") from None
+    files: list[Path] = []
+    for path in paths:
+        found = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        if not found:
+            raise ValueError(f"{path}: no *.json sample in it")
+        files += found
+    for file in files:
+        try:
+            cms = Sample.load(file).cms
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{file}: not a sample webhook ({type(exc).__name__}: {exc})") from None
+        if cms not in CMSES:
+            raise ValueError(f"{file}: path /{cms} names no CMS; use one of /{', /'.join(CMSES)}")
+    return files
+
+
+def webhook_wave(run: LocalRun, files: list[Path], mapping_file: Path) -> dict[str, Any]:
+    """Deliver ``files`` as one more wave and drain the pipeline: the wave's report, with each webhook's answer
+    under ``"webhooks"`` (file, HTTP status, the answer's JSON)."""
+    answers = deliver(run, files, mapping_file)
+    return {**run.send_wave([]).as_dict(), "webhooks": answers}
