@@ -65,6 +65,7 @@ demo: venv
 bench: venv
 	$(BIN)/python -m bench.full_build
 	$(BIN)/python -m bench.local_scale
+	$(BIN)/python -m bench.webhooks
 
 # 10,000 simulated sequences with faults (not part of `make test`); writes its result into docs/reliability.md.
 soak: venv

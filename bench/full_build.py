@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import cold_start, cost, local_scale, shard_rebuild
+from bench import cold_start, cost, sections, shard_rebuild
 from bench.pages import write_pages
 from bench.tools import CACHE, ROOT, Run, Tool, images_kept, install, measure, tools, validates
 
@@ -170,9 +170,11 @@ def _write_doc(
             f"| {handler} | {total * 1000:.0f} | " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in heaviest) + " |"
         )
     lines += ["", *FINDINGS]
-    local = local_scale.keep_section(DOC.read_text(encoding="utf-8")) if DOC.exists() else []
-    if local:  # measured by bench.local_scale, which `make bench` runs after this
-        lines += ["", *local]
+    old = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+    for name in sections.KEPT:  # measured by bench.local_scale and bench.webhooks, which `make bench` runs after
+        section = sections.kept(old, name)
+        if section:
+            lines += ["", *section]
     DOC.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

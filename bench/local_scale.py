@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import filecmp
 import platform
-import re
 import sys
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import tools
+from bench import sections, tools
 from bench.pages import write_pages
-from bench.tools import CACHE, ROOT, SITE, Tool
+from bench.tools import CACHE, SITE, Tool
 
-DOC = ROOT / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- local:begin -->", "<!-- local:end -->"
 SIZES = (1_000, 10_000, 100_000)
 
 
@@ -57,7 +54,6 @@ def measure(events: int) -> LocalRun:
 def section(runs: list[LocalRun], day: str) -> list[str]:
     """The document's section for these runs."""
     lines = [
-        BEGIN,
         "## `sitemap-updater local` at scale",
         "",
         f"Measured by `python -m bench.local_scale` on {day} ({platform.machine()}, Python "
@@ -74,13 +70,7 @@ def section(runs: list[LocalRun], day: str) -> list[str]:
             f"| {run.events:,} | {run.wall_s:.1f} | {run.cpu_s:.1f} | {run.wall_s / run.events * 1000:.2f} | "
             f"{run.peak_rss_mb:.0f} | {run.files:,} | {'yes' if run.same_as_build else 'NO'} |"
         )
-    return [*lines, "", END]
-
-
-def keep_section(text: str) -> list[str]:
-    """The local-scale section of a benchmarks document, if it has one (for rewrites of the rest)."""
-    found = re.search(re.escape(BEGIN) + r".*?" + re.escape(END), text, re.DOTALL)
-    return found.group(0).splitlines() if found else []
+    return lines
 
 
 def main(sizes: list[int]) -> int:
@@ -90,10 +80,7 @@ def main(sizes: list[int]) -> int:
         print(f"{run.events:,} events: {run.wall_s:.1f} s, peak {run.peak_rss_mb:.0f} MB, same as build: "
               f"{run.same_as_build}", flush=True)  # fmt: skip
         runs.append(run)
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    block = "\n".join(section(runs, f"{datetime.now(UTC).date():%Y-%m-%d}"))
-    old = "\n".join(keep_section(text))
-    DOC.write_text(text.replace(old, block) if old else text.rstrip("\n") + "\n\n" + block + "\n", encoding="utf-8")
+    sections.write("local", section(runs, f"{datetime.now(UTC).date():%Y-%m-%d}"))
     return 0 if all(r.same_as_build for r in runs) else 1
 
 

@@ -24,13 +24,16 @@ import io
 import json
 import multiprocessing
 import os
+import platform
 import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import sections
 from bench.cost import (
     DDB_RRU,
     DDB_WRU,
@@ -249,6 +252,7 @@ def main() -> None:
     parser.add_argument("--cpu-samples", type=int, default=3000)
     parser.add_argument("--servers", type=int, default=2, help="server processes on one port (SO_REUSEPORT)")
     parser.add_argument("--senders", type=int, default=2, help="sending processes")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args()
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "sitemap-updater")
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "SitemapUpdater")
@@ -259,6 +263,42 @@ def main() -> None:
         "cost_per_million": cost_per_million(cpu),
     }
     print(json.dumps(result, indent=2))
+    if not args.no_write:
+        sections.write("webhooks", section(result, args.seconds, f"{datetime.now(UTC).date():%Y-%m-%d}"))
+
+
+def section(result: dict[str, Any], seconds: float, day: str) -> list[str]:
+    """The "Webhooks" section of docs/benchmarks.md for one run."""
+    cpu, shot, money = result["cpu"], result["burst"], result["cost_per_million"]
+    return [
+        "## Webhooks",
+        "",
+        f"Measured by `python -m bench.webhooks` on {day} ({platform.machine()}, Python "
+        f"{platform.python_version()}): the six CMSs' signed publish samples through the real webhook handler "
+        "(signature, mapping, document URL store, queue send), the queue and the document store in memory.",
+        "",
+        f"- **CPU per webhook**: {cpu['cpu_ms_mean']:.2f} ms mean, {cpu['cpu_ms_p99']:.2f} ms p99 (in this "
+        f"process, warm); {cpu['log_bytes']:.0f} bytes of log; {cpu['events_per_webhook']:.2f} page events queued.",
+        f"- **A burst of {shot['offered_per_s']:,} webhooks a second for {seconds:g} s** over HTTP on 127.0.0.1 "
+        f"({shot['servers']} server and {shot['senders']} sender processes sharing the 2 cores, kept-alive "
+        "connections, each request timed from when it was due):",
+        "",
+        "| sent | answered 2xx | failed | achieved (per s) | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {shot['sent']:,} | {shot['answered_2xx']:,} | {shot['failed']:,} | {shot['achieved_per_s']:,.0f} | "
+        f"{shot['p50_ms']:.1f} | {shot['p95_ms']:.1f} | {shot['p99_ms']:.1f} | {shot['max_ms']:.1f} |",
+        "",
+        "  On Lambda each request has a container to itself and a burst scales out; here senders and servers share "
+        "two cores, so these latencies are an upper bound on the handler's own, without the SQS send's network "
+        f"time (priced below at a stated {SQS_SEND_S * 1000:.0f} ms).",
+        f"- **Cost per million webhooks** at list prices (us-east-1, arm64, {MEMORY_MB} MB, "
+        f"{money['duration_ms']:.1f} ms billed per request):",
+        "",
+        "| Lambda requests | Lambda duration | SQS sends | DynamoDB (document URLs) | CloudWatch Logs | total |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| {money['lambda_requests']:.2f} | {money['lambda_duration']:.2f} | {money['sqs_send']:.2f} | "
+        f"{money['dynamodb_document_urls']:.2f} | {money['logs']:.2f} | **{money['total']:.2f}** |",
+    ]
 
 
 if __name__ == "__main__":
