@@ -63,6 +63,7 @@ class Result:
     seed: int
     events_sent: int = 0
     invocations: int = 0
+    invocations_by_function: dict[str, int] = field(default_factory=dict)  # logical name -> invocations
     steps: int = 0
     virtual_s: float = 0.0
     faults: dict[str, int] = field(default_factory=dict)
@@ -355,6 +356,8 @@ class Simulation:
                 faults_enabled=not last_try,
             )
             self.result.invocations += 1
+            by_function = self.result.invocations_by_function
+            by_function[function.name] = by_function.get(function.name, 0) + 1
             running[task] = (function, container, messages)
             return True
         return False

@@ -13,6 +13,7 @@ from sitemap_updater.service import rebuild
 from sitemap_updater.service.pipeline import Pipeline
 from tests.conftest import BASE, event
 from tests.sim.events import Events
+from tests.sim.fixed import run_fixed
 from tests.sim.scheduler import LambdaDied
 from tests.sim.world import Config, Simulation
 
@@ -105,3 +106,18 @@ def test_a_move_whose_rebuild_mark_was_lost_leaves_no_copy_in_the_old_section(mo
     # Then the page is listed in exactly one file: the "docs" one the reference model renders
     assert died
     assert result.violations == []
+
+
+def test_a_burst_over_many_sections_rebuilds_the_index_at_most_twice_per_cache_lifetime() -> None:
+    # Given 400 changes over 20 sections, 10 a second for 40 s (every section publishes again and again)
+    bodies = [event(f"{BASE}/s{i % 20}/p{i}", version=1) for i in range(400)]
+    # When they go through the real handlers on the simulated deployment (the template's 5 s cache lifetime)
+    sim = run_fixed(bodies, gap_s=0.1, max_urls=50)
+    # Then every page is published as the reference models say
+    assert sim.result.violations == []
+    # And the index requests of one half-lifetime are one SQS message: at most two index rebuilds per 5 s, plus
+    # the runs that settle the last files once their lifetime has passed (without this, one run per rebuild)
+    runs = sim.result.invocations_by_function["RebuildIndexFunction"]
+    rebuilds = sim.result.invocations_by_function["RebuildShardFunction"]
+    assert runs <= 2 * (sim.result.virtual_s / 5 + 1)
+    assert runs < rebuilds

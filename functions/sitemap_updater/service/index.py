@@ -17,7 +17,7 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.render import IndexItem, render_index
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import INDEX_GROUP, cleanup_mark, send_change_record
+from sitemap_updater.service.rebuild import cleanup_mark, request_index, send_change_record
 
 UNSETTLED = "unsettled"  # the recorded index digest while a put is in flight (never a SHA-256)
 
@@ -88,8 +88,7 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
     for published in (f for f in named if f.pending_index):
         store.clear_pending_index(published)
     if result.settling:  # named with their previous lastmods: name their own once the CDN cannot serve the old
-        dedup = hashlib.sha256(f"settle|{generation}".encode()).hexdigest()  # the queue delays it by the lifetime
-        pipeline.index_queue.send({"settle": generation}, group=INDEX_GROUP, dedup=dedup)
+        request_index(pipeline, {"settle": generation}, f"settle|{generation}")  # delayed by the lifetime
     # Files unnamed before, whose grace is over, are deleted by their sections (asked again after a crash).
     grace = settings.retired_file_grace_seconds * 1_000_000
     sections: set[str] = {f.section for f in records if grace_over(f, now, grace)}

@@ -339,8 +339,11 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     if fresh or result.retired or dirty_keys or any(f.pending_index for f in live):
         # Fresh records are pending for the index; a retry after a crash finds them still pending, so the
         # index is always told. It names them and clears them.
-        digest = hashlib.sha256(f"{section}|{seq}|{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}".encode())
-        pipeline.index_queue.send({"section": section, "seq": seq}, group=INDEX_GROUP, dedup=digest.hexdigest())
+        request_index(
+            pipeline,
+            {"section": section, "seq": seq},
+            f"{section}|{seq}|{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}",
+        )
     return result
 
 
@@ -378,6 +381,17 @@ def send_change_record(pipeline: Pipeline, body: dict[str, Any]) -> None:
     twice by a retried rebuild within five minutes is dropped by SQS)."""
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     pipeline.notify_queue.send(body, group=NOTIFY_GROUP, dedup=digest)
+
+
+def request_index(pipeline: Pipeline, body: dict[str, Any], unique: str) -> None:
+    """Ask for an index rebuild. The index queue delays every request by the CDN's cache lifetime L (its
+    ``DelaySeconds``), and the requests sent within one window of L/2 share a deduplication ID: SQS delivers the
+    first of them, at or after the window's end, so after every request it stands for was sent (with L/2 to spare
+    for clocks that differ), and that one rebuild reads every file record they were sent for. At most two index
+    rebuilds per lifetime, however many sections publish. Without a lifetime each request (``unique``) is its own."""
+    window_us = pipeline.settings.cdn_max_age_seconds * 1_000_000 // 2
+    key = f"index|{to_micros(pipeline.clock()) // window_us}" if window_us else unique
+    pipeline.index_queue.send(body, group=INDEX_GROUP, dedup=hashlib.sha256(key.encode()).hexdigest())
 
 
 def cleanup_mark(section: str, generation: int) -> tuple[dict[str, Any], str, str]:
