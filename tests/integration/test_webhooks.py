@@ -188,7 +188,9 @@ def test_a_replay_outside_the_window_is_refused(endpoint: Endpoint, cms: str) ->
 @pytest.mark.parametrize("cms", CMSES)
 def test_a_replay_inside_the_window_queues_identical_events(endpoint: Endpoint, cms: str) -> None:
     """Storyblok and Strapi sign no time: any replay gets through, and like a CMS's own redelivery it gives
-    the very same events, which the ingest treats as duplicates (equal rank)."""
+    the same events, which the ingest treats as duplicates (equal rank); Storyblok's payload has no time of its
+    own either, so its events carry the arrival and a replay is taken as a republish (Storyblok itself does not
+    redeliver)."""
     sample = Sample.load(PUBLISH[cms])
     headers = sample.signed(SECRETS[cms])
     first = endpoint.post(sample, headers=headers)
