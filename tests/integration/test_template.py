@@ -115,3 +115,9 @@ def test_the_webhook_endpoint_is_a_function_url_that_may_only_queue_events_read_
         ]
     )
     assert "WebhookUrl" in transformed()["Outputs"]
+
+
+def test_the_stack_prints_the_robots_txt_line_for_the_site() -> None:
+    # robots.txt is the site's own file: the stack never writes it, it says which line to add
+    outputs = transformed()["Outputs"]
+    assert outputs["RobotsTxtLine"]["Value"] == {"Fn::Sub": "Sitemap: ${SiteUrl}/sitemap.xml"}
