@@ -1,15 +1,18 @@
-"""Command line: ``sitemap-updater build`` (and, as the pipeline lands, ``import`` and ``local``)."""
+"""Command line: ``sitemap-updater build``, ``local`` (cli_local.py), ``import`` (cli_import.py), ``schema``."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shutil
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, BinaryIO, TextIO
 
 from sitemap_updater.core.errors import LimitExceeded
 from sitemap_updater.core.events import event_json_schema
@@ -22,6 +25,39 @@ from sitemap_updater.service.build import MAX_REJECTED_SHARE, BuildRefused, Buil
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+STDIN = Path("-")  # an input given as ``-``: standard input
+_SPOOL_CHUNK = 1 << 20
+
+
+def input_name(path: Path) -> str:
+    """How an input is named in messages: its path, or ``<stdin>``."""
+    return "<stdin>" if path == STDIN else str(path)
+
+
+def stdin_bytes() -> BinaryIO:
+    """Standard input as bytes (OSError when there is none)."""
+    if sys.stdin is None or not hasattr(sys.stdin, "buffer"):
+        raise OSError("standard input cannot be read")
+    return sys.stdin.buffer
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version (the package's ``__version__`` when not installed)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("sitemap-updater")
+        except PackageNotFoundError:
+            import sitemap_updater
+
+            number = getattr(sitemap_updater, "__version__", "unknown")
+        print(f"{parser.prog} {number}")
+        parser.exit()
 
 
 def _site(value: str) -> Site:
@@ -31,14 +67,18 @@ def _site(value: str) -> Site:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _max_urls(value: str) -> int:
+def _whole(value: str, highest: int | None = None) -> int:
     try:
         number = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if not 1 <= number <= MAX_URLS_PER_FILE:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_URLS_PER_FILE:,}")
+    if not 1 <= number <= (highest or number):
+        raise argparse.ArgumentTypeError(f"must be from 1 to {highest:,}" if highest else "must be at least 1")
     return number
+
+
+def _max_urls(value: str) -> int:
+    return _whole(value, MAX_URLS_PER_FILE)
 
 
 def _moment(value: str) -> datetime:
@@ -66,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="sitemap-updater",
         description="Event-driven, byte-stable XML sitemaps for large sites.",
     )
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     b = commands.add_parser(
         "build",
@@ -79,7 +120,9 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     b.add_argument("--site", required=True, type=_site, help="canonical scheme and host, e.g. https://www.example.com")
-    b.add_argument("--events", required=True, type=Path, metavar="PAGES.jsonl", help="page events, one per line")
+    b.add_argument(
+        "--events", required=True, type=Path, metavar="PAGES.jsonl", help="page events, one per line (- for stdin)"
+    )
     b.add_argument("--out", required=True, type=Path, metavar="DIR", help="directory for the files (created)")
     b.add_argument(
         "--max-urls-per-file",
@@ -104,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"refuse the build, leaving DIR as it was, when more than SHARE of the events are rejected "
         f"(default {MAX_REJECTED_SHARE * 100:.0f}%%; 0.25 and 25%% are the same; 1 refuses only when none is accepted)",
     )
-    b.add_argument("--workers", type=int, default=None, metavar="N", help="processes to use (default: all cores)")
+    b.add_argument("--workers", type=_whole, default=None, metavar="N", help="processes to use (default: all cores)")
     b.add_argument("--quiet", action="store_true", help="print only the summary and rejected lines")
     loc = commands.add_parser(
         "local",
@@ -122,7 +165,12 @@ def _parser() -> argparse.ArgumentParser:
         "--site", required=True, type=_site, help="canonical scheme and host, e.g. https://www.example.com"
     )
     loc.add_argument(
-        "--events", type=Path, action="append", default=[], metavar="FILE", help="one wave; repeat for more"
+        "--events",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="one wave; repeat for more; - reads standard input (once, for one --events or --import)",
     )
     loc.add_argument(
         "--webhooks",
@@ -143,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     first = loc.add_mutually_exclusive_group()
     first.add_argument(
-        "--import", dest="import_events", type=Path, metavar="PAGES.jsonl", help="first import a full export"
+        "--import", dest="import_events", type=Path, metavar="PAGES.jsonl", help="first import an export (- for stdin)"
     )
     first.add_argument(
         "--adopt", metavar="URL_OR_FILE", help="first adopt an existing sitemap, sitemap index or text sitemap"
@@ -178,13 +226,21 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     source = imp.add_mutually_exclusive_group(required=True)
-    source.add_argument("--events", type=Path, metavar="PAGES.jsonl", help="page events, one per line")
+    source.add_argument("--events", type=Path, metavar="PAGES.jsonl", help="page events, one per line (- for stdin)")
     source.add_argument(
         "--sitemap", metavar="URL_OR_FILE", help="an existing sitemap, sitemap index or text sitemap to adopt"
     )
     imp.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
     _adopt_options(imp)
-    commands.add_parser("schema", help="print the JSON Schema of the event contract (docs/event.schema.json)")
+    commands.add_parser(
+        "schema",
+        help="print the JSON Schema of the event contract (docs/event.schema.json)",
+        description=(
+            "Print the JSON Schema of the page event contract v1 to stdout: one event (an upsert or a delete) as "
+            "build, import, local and the ingest queue take it. It is the same document as docs/event.schema.json "
+            "(`make schema` writes that file from this output)."
+        ),
+    )
     return parser
 
 
@@ -242,9 +298,32 @@ def _summary(result: BuildResult, out: Path, seconds: float) -> str:
 
 def _build(args: argparse.Namespace) -> int:
     events: Path = args.events
-    if not events.is_file():
+    if events != STDIN and not events.is_file():
         print(f"sitemap-updater: cannot read {events}: no such file", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        with _spooled(events) as source:
+            return _build_from(source, input_name(events), args)
+    except OSError as exc:  # standard input could not be copied
+        print(f"sitemap-updater: cannot read {input_name(events)}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+@contextlib.contextmanager
+def _spooled(events: Path) -> Iterator[Path]:
+    """``events``; for ``-``, standard input copied in chunks to a temporary file (deleted afterwards), since a
+    build reads its export in byte ranges from several processes."""
+    if events != STDIN:
+        yield events
+        return
+    with tempfile.TemporaryDirectory(prefix="sitemap-updater-stdin-") as spool:
+        path = Path(spool) / "stdin.jsonl"
+        with path.open("wb") as out:
+            shutil.copyfileobj(stdin_bytes(), out, _SPOOL_CHUNK)
+        yield path
+
+
+def _build_from(events: Path, name: str, args: argparse.Namespace) -> int:
     as_of = args.as_of or datetime.now(UTC)
     progress = _Progress(sys.stderr)
     started = time.perf_counter()
@@ -261,7 +340,7 @@ def _build(args: argparse.Namespace) -> int:
         )
     except BuildRefused as exc:
         progress.close()
-        _report_lines(events, exc.result, args.quiet)
+        _report_lines(name, exc.result, args.quiet)
         print(f"sitemap-updater: nothing written, {args.out} left as it was: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:
@@ -273,108 +352,17 @@ def _build(args: argparse.Namespace) -> int:
         print(f"sitemap-updater: nothing written, {args.out} left as it was: {exc}", file=sys.stderr)
         return EXIT_FAILED
     progress.close()
-    _report_lines(events, result, args.quiet)
+    _report_lines(name, result, args.quiet)
     print(_summary(result, args.out, time.perf_counter() - started))
     return EXIT_OK
 
 
-def _report_lines(events: Path, result: BuildResult, quiet: bool) -> None:
+def _report_lines(name: str, result: BuildResult, quiet: bool) -> None:
     for rejection in result.rejections:
-        print(f"{events}:{rejection.line}: rejected: {rejection.reason}", file=sys.stderr)
+        print(f"{name}:{rejection.line}: rejected: {rejection.reason}", file=sys.stderr)
     if not quiet:
         for line, text in result.warnings:
-            print(f"{events}:{line}: warning: {text}", file=sys.stderr)
-
-
-def _local(args: argparse.Namespace) -> int:
-    from sitemap_updater.local.runner import LocalRun, read_events_file
-    from sitemap_updater.local.webhooks import sample_files, webhook_wave
-    from sitemap_updater.service.webhooks import FUNCTIONS_DIR
-
-    if not args.events and not args.webhooks and args.import_events is None and args.adopt is None:
-        print("sitemap-updater: local needs --events, --webhooks, --import or --adopt", file=sys.stderr)
-        return EXIT_USAGE
-    missing = [str(p) for p in [*args.events, args.import_events] if p is not None and not p.is_file()]
-    missing += [str(p) for p in args.webhooks if not p.exists()]
-    if missing:
-        print(f"sitemap-updater: cannot read {', '.join(missing)}", file=sys.stderr)
-        return EXIT_USAGE
-    mapping = (args.mapping or FUNCTIONS_DIR / "webhook-mapping.json").resolve()
-    try:
-        webhooks = sample_files(args.webhooks, mapping) if args.webhooks else []
-    except ValueError as exc:
-        print(f"sitemap-updater: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    reports = []
-    with LocalRun(
-        args.site.base_url, args.max_urls_per_file, args.endpoint_url, indexnow_endpoint=args.indexnow_endpoint
-    ) as run:
-        where = run.endpoint_url or "moto in this process"
-        print(f"local stack on {where}, created from template.yaml:")
-        for logical, physical in run.resources().items():
-            print(f"  {logical}: {physical}")
-        status = EXIT_OK
-        if args.import_events is not None or args.adopt is not None:
-            from sitemap_updater.cli_import import local_import
-
-            status, imported = local_import(run, args)
-            if not imported:  # nothing read, adopted or accepted: stop before anything is copied
-                return status
-        for path in args.events:
-            report = run.send_wave(read_events_file(path)).as_dict()
-            reports.append(report)
-            print(_wave_summary(str(path), report))
-        if webhooks:
-            report = webhook_wave(run, webhooks, mapping)
-            reports.append(report)
-            print(_wave_summary("webhooks", report))
-        for error in run.errors:
-            print(f"  a function failed and its batch was retried: {error}", file=sys.stderr)
-        try:
-            run.download(args.out)
-        except FileExistsError as exc:
-            print(f"sitemap-updater: nothing copied: {exc}", file=sys.stderr)
-            return EXIT_FAILED
-        if args.log is not None:
-            args.log.write_text("\n".join(run.logs) + "\n", encoding="utf-8")
-    if args.report is not None:
-        args.report.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"published files copied to {args.out}")
-    return status
-
-
-def _wave_summary(source: str, report: dict[str, object]) -> str:
-    events = report["events"]
-    s3 = report["s3"]
-    assert isinstance(events, dict) and isinstance(s3, dict)
-    lines = [f"wave {report['wave']} ({source}): " + ", ".join(f"{count} {name}" for name, count in events.items())]
-    hooks = report.get("webhooks", [])
-    assert isinstance(hooks, list)
-    for hook in hooks:  # HTTP status, then what the endpoint answered
-        answer = hook["answer"] if isinstance(hook["answer"], dict) else {}
-        said = (
-            f"queued {', '.join(answer['urls']) or 'nothing'}"
-            if "urls" in answer
-            else f"ignored: {answer['ignored']}"
-            if "ignored" in answer
-            else f"refused: {answer.get('error')}"
-        )
-        lines.append(f"  webhook {hook['file']}: HTTP {hook['status']}, {said}")
-    lines.append(f"  written: {', '.join(s3['put']) or 'nothing'}")
-    if s3["deleted"]:
-        lines.append(f"  deleted: {', '.join(s3['deleted'])}")
-    changed = report["changed_urls"]
-    assert isinstance(changed, list)
-    lines += [f"  changed: {url}" for url in changed]
-    notifications = report["notifications"]
-    assert isinstance(notifications, list)
-    for sent in notifications:
-        status = "not sent (dry run)" if sent["status"] is None else f"HTTP {sent['status']}"
-        lines.append(f"  IndexNow/Search Console: {len(sent['urls'])} URL(s) to {sent['endpoint']}: {status}")
-    rejections = report["rejections"]
-    assert isinstance(rejections, list)
-    lines += [f"  rejected (to the DLQ): {r['reason']}" for r in rejections]
-    return "\n".join(lines)
+            print(f"{name}:{line}: warning: {text}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -383,7 +371,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "build":
         return _build(args)
     if args.command == "local":
-        return _local(args)
+        from sitemap_updater.cli_local import run_local
+
+        return run_local(args)
     if args.command == "import":
         from sitemap_updater.cli_import import run_import
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import bisect
+import io
+import json
 import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name, stdin_bytes
 from sitemap_updater.core.urls import Site
 from sitemap_updater.service.adopt import Adoption
 
@@ -58,24 +63,68 @@ def _adopt(location: str, site: Site, max_total_bytes: int) -> tuple[list[str], 
     return bodies, EXIT_FAILED if adoption.problems else EXIT_OK
 
 
+class _Export:
+    """The non-blank lines of a JSONL export (standard input for ``-``), read as a stream, numbered as ``build``
+    numbers them: every line counts, and a line ends at \\n, \\r\\n or \\r (not at a U+2028 inside a string)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._blanks: list[int] = []  # for each blank line, how many bodies came before it
+
+    def __iter__(self) -> Iterator[str]:
+        lines = io.TextIOWrapper(stdin_bytes() if self.path == STDIN else self.path.open("rb"), encoding="utf-8")
+        bodies = 0
+        try:
+            for line in lines:
+                if line.strip():
+                    bodies += 1
+                    yield line.removesuffix("\n")
+                else:
+                    self._blanks.append(bodies)
+        finally:
+            if self.path == STDIN:
+                lines.detach()  # standard input stays open
+            else:
+                lines.close()
+
+    def line(self, body: int) -> int:
+        """The line number of the ``body``-th non-blank line (1-based)."""
+        return body + bisect.bisect_left(self._blanks, body)
+
+
+def _import_export(path: Path, load: Callable[[_Export], ImportResult]) -> tuple[int, bool]:
+    """Import a JSONL export: the exit status, and whether anything was imported."""
+    export, name = _Export(path), input_name(path)
+    try:
+        result = load(export)
+    except (OSError, UnicodeDecodeError) as exc:  # nothing is written before every line is read
+        print(f"sitemap-updater: cannot read {name}: {exc}", file=sys.stderr)
+        return EXIT_USAGE, False
+    return _imported(name, result, EXIT_OK, lambda n: f"{name}:{export.line(n)}: rejected"), result.index is not None
+
+
+def _import_adopted(
+    location: str, site: Site, max_total_bytes: int, load: Callable[[list[str]], ImportResult]
+) -> tuple[int, bool]:
+    """Adopt a site's sitemaps and import them: the exit status, and whether anything was imported. A page the
+    import rejects after adoption kept it is named by its URL, as adoption names the pages it skips (exit 1)."""
+    bodies, status = _adopt(location, site, max_total_bytes)
+    if not bodies:
+        return status, False
+    result = load(bodies)
+
+    def skipped(number: int) -> str:
+        return f"not adopted: {location}: page {json.loads(bodies[number - 1])['url']} skipped"
+
+    status = EXIT_FAILED if result.rejections else status
+    return _imported(location, result, status, skipped), result.index is not None
+
+
 def local_import(run: LocalRun, args: argparse.Namespace) -> tuple[int, bool]:
     """``local --import`` or ``--adopt``: the exit status so far, and whether anything was imported."""
-    from sitemap_updater.local.runner import read_events_file
-
-    source = args.import_events or args.adopt
-    status = EXIT_OK
     if args.adopt is not None:
-        bodies, status = _adopt(args.adopt, args.site, args.max_total_bytes)
-        if not bodies:
-            return status, False
-    else:
-        try:
-            bodies = read_events_file(args.import_events)
-        except (OSError, ValueError) as exc:
-            print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
-            return EXIT_USAGE, False
-    result = run.import_site(bodies)
-    return _imported(source, result, status), result.index is not None
+        return _import_adopted(args.adopt, args.site, args.max_total_bytes, run.import_site)
+    return _import_export(args.import_events, run.import_site)
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -93,24 +142,17 @@ def run_import(args: argparse.Namespace) -> int:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
     pipeline = Pipeline.connect(settings, boto3.session.Session().client, args.endpoint_url)
-    status = EXIT_OK
     if args.sitemap is not None:
-        bodies, status = _adopt(args.sitemap, pipeline.site, args.max_total_bytes)
-        if not bodies:
-            return status
-    else:
-        try:
-            bodies = [line for line in args.events.read_text(encoding="utf-8").splitlines() if line.strip()]
-        except (OSError, ValueError) as exc:
-            print(f"sitemap-updater: cannot read the input: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    return _imported(args.events or args.sitemap, import_events(bodies, pipeline), status)
+        site, limit = pipeline.site, args.max_total_bytes
+        return _import_adopted(args.sitemap, site, limit, lambda bodies: import_events(bodies, pipeline))[0]
+    return _import_export(args.events, lambda export: import_events(export, pipeline))[0]
 
 
-def _imported(source: object, result: ImportResult, status: int) -> int:
-    """Print what an import did; its exit status (1 when no event was accepted: nothing was written)."""
-    for line, reason in result.rejections:
-        print(f"{source}:{line}: rejected: {reason}", file=sys.stderr)
+def _imported(source: str, result: ImportResult, status: int, rejected: Callable[[int], str]) -> int:
+    """Print what an import did, each rejection as ``rejected(its number among the bodies)``; the exit status
+    (1 when no event was accepted: nothing was written)."""
+    for number, reason in result.rejections:
+        print(f"{rejected(number)}: {reason}", file=sys.stderr)
     written = sum(len(s.put) for s in result.sections)
     print(f"import ({source}): {result.pages:,} pages, {written:,} sitemap files published, "
           f"{len(result.rejections):,} rejected")  # fmt: skip

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import importlib.metadata
+import io
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,12 @@ def write_jsonl(path: Path, bodies: list[dict[str, Any]], extra_lines: tuple[str
 
 def run_build(events: Path, out: Path, *extra: str) -> int:
     return main(["build", "--site", BASE, "--events", str(events), "--out", str(out), "--as-of", AS_OF, *extra])
+
+
+def cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """The command as a user runs it, in another process, with ``stdin`` piped in."""
+    entry = "import sys; from sitemap_updater.cli import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", entry, *args], input=stdin, capture_output=True, check=False)
 
 
 def published(out: Path) -> dict[str, bytes]:
@@ -270,3 +279,97 @@ def test_pages_without_a_lastmod_are_published_without_one(tmp_path: Path) -> No
     }
     # And the pipeline's rules publish the same bytes
     assert files == reference_site([*undated, dated]).all_bytes()
+
+
+def test_version_prints_the_installed_version() -> None:
+    run = cli("--version")
+    assert run.returncode == 0
+    assert run.stdout.decode() == f"sitemap-updater {importlib.metadata.version('sitemap-updater')}\n"
+
+
+def test_version_falls_back_to_the_package_version_when_not_installed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    monkeypatch.setattr("sitemap_updater.__version__", "9.8.7")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == "sitemap-updater 9.8.7\n"
+
+
+def test_schema_help_says_what_it_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["schema", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Print the JSON Schema of the page event contract v1 to stdout" in text
+    assert "the same document as docs/event.schema.json" in text
+
+
+@pytest.mark.parametrize("workers", ["0", "-1", "two"])
+def test_workers_below_one_is_a_usage_error_naming_the_option(
+    tmp_path: Path, workers: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        run_build(SAMPLE, tmp_path / "out", "--workers", workers)
+    assert exit_.value.code == 2
+    assert "error: argument --workers: " in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_export_piped_to_standard_input_builds_what_the_file_builds(
+    tmp_path: Path, sample_out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the sample export built from its file, its rejected lines named by number
+    assert run_build(SAMPLE, tmp_path / "from-file") == 0
+    from_file = capsys.readouterr().err.replace(str(SAMPLE), "<stdin>")
+    # When it is piped to `build --events -`
+    out = tmp_path / "out"
+    run = cli("build", "--site", BASE, "--events", "-", "--out", str(out), "--as-of", AS_OF, stdin=SAMPLE.read_bytes())
+    # Then the same files are written and the same lines rejected, named as lines of <stdin>
+    assert run.returncode == 0, run.stderr
+    assert published(out) == published(sample_out)
+    assert "<stdin>:" in from_file and run.stderr.decode() == from_file
+
+
+class _Pipe(io.BytesIO):
+    """Standard input's bytes, recording how much each read asks for."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.sizes: list[int | None] = []
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self.sizes.append(size)
+        return super().read(size)
+
+
+def test_standard_input_is_spooled_in_chunks_and_its_lines_numbered_across_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an export on standard input with blank lines (11, 12) and bad lines (31, 64), parsed in byte ranges
+    # of 512 bytes by two processes, with temporary files under tmp/
+    pages = [event(f"{BASE}/blog/p{i}") for i in range(60)]
+    lines = [json.dumps(page) for page in pages]
+    lines[10:10] = ["", "  "]
+    lines.insert(30, "{broken")
+    lines.append(json.dumps(event(priority=7)))
+    stdin = _Pipe(("\n".join(lines) + "\n").encode())
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stdin, encoding="utf-8"))
+    monkeypatch.setattr("sitemap_updater.service.build._CHUNK_BYTES", 512)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    # When it is built
+    out = tmp_path / "out"
+    assert run_build(Path("-"), out, "--workers", "2") == 0
+    # Then each rejection names its line, the site is every valid page, and no copy of the input is left
+    err = capsys.readouterr().err
+    assert err.count("rejected:") == 2
+    assert "<stdin>:31: rejected: (body): not valid JSON" in err and "<stdin>:64: rejected: priority:" in err
+    assert published(out) == reference_site(pages, Limits()).all_bytes()
+    assert list((tmp_path / "tmp").iterdir()) == []
+    # And standard input was read a bounded chunk at a time, never whole
+    assert stdin.sizes and all(size is not None and 0 < size <= 1 << 20 for size in stdin.sizes)

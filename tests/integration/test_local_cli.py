@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,43 @@ def test_a_site_is_imported_and_updated_in_one_run(tmp_path: Path, capsys: pytes
     printed = capsys.readouterr().out
     assert "import (" in printed and "5 pages" in printed
     assert "wave 1" in printed and "1 accepted" in printed  # the update, on the imported site
+
+
+def _stdin(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8"))
+
+
+def test_a_wave_can_be_read_from_standard_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _stdin(monkeypatch, _events(tmp_path / "wave.jsonl", 2, section="docs").read_text(encoding="utf-8"))
+    after = _events(tmp_path / "after.jsonl", 1, section="news")
+    out = tmp_path / "out"
+    assert main(["local", "--site", BASE, "--events", "-", "--events", str(after), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "wave 1 (<stdin>): 2 accepted" in printed and f"wave 2 ({after}): 1 accepted" in printed
+    assert {"sitemap-docs-00000000.xml.gz", "sitemap-news-00000000.xml.gz"} <= {p.name for p in out.iterdir()}
+
+
+@pytest.mark.parametrize("second", [["--events", "-"], ["--import", "-"]])
+def test_standard_input_can_be_given_only_once(
+    tmp_path: Path, second: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["local", "--site", BASE, "--events", "-", *second, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "standard input can be read only once: give - to one --events or --import" in captured.err
+    assert captured.out == "" and not out.exists()  # refused before a stack was started
+
+
+def test_an_import_from_standard_input_names_its_rejected_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pages = [json.dumps(event(f"{BASE}/blog/p{i}")) for i in range(3)]
+    _stdin(monkeypatch, "\n".join(["", pages[0], "", pages[1], json.dumps(event(priority=3)), pages[2]]) + "\n")
+    assert main(["local", "--site", BASE, "--import", "-", "--out", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert [line for line in captured.err.splitlines() if "rejected" in line] == [
+        "<stdin>:5: rejected: priority: Input should be less than or equal to 1"
+    ]
+    assert "import (<stdin>): 3 pages" in captured.out

@@ -16,6 +16,7 @@ import itertools
 import json
 import logging
 import os
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -352,8 +353,8 @@ def _sqs_record(message: Any, arn: str) -> dict[str, Any]:
 
 
 def read_events_file(path: Path) -> list[str]:
-    """Bodies from a JSON array file or a JSONL file, each exactly as it will be sent."""
-    text = path.read_text(encoding="utf-8")
+    """Bodies from a JSON array file or a JSONL file (standard input for ``-``), each exactly as it will be sent."""
+    text = sys.stdin.buffer.read().decode("utf-8") if str(path) == "-" else path.read_text(encoding="utf-8")
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:

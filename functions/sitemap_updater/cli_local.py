@@ -1,0 +1,111 @@
+"""The ``local`` command: a local stack, an optional import, one wave per events file, the files copied out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name
+
+
+def run_local(args: argparse.Namespace) -> int:
+    from sitemap_updater.local.runner import LocalRun, read_events_file
+    from sitemap_updater.local.webhooks import sample_files, webhook_wave
+    from sitemap_updater.service.webhooks import FUNCTIONS_DIR
+
+    if not args.events and not args.webhooks and args.import_events is None and args.adopt is None:
+        print("sitemap-updater: local needs --events, --webhooks, --import or --adopt", file=sys.stderr)
+        return EXIT_USAGE
+    inputs = [p for p in [*args.events, args.import_events] if p is not None]
+    if inputs.count(STDIN) > 1:
+        print(
+            "sitemap-updater: standard input can be read only once: give - to one --events or --import", file=sys.stderr
+        )
+        return EXIT_USAGE
+    missing = [str(p) for p in inputs if p != STDIN and not p.is_file()]
+    missing += [str(p) for p in args.webhooks if not p.exists()]
+    if missing:
+        print(f"sitemap-updater: cannot read {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    mapping = (args.mapping or FUNCTIONS_DIR / "webhook-mapping.json").resolve()
+    try:
+        webhooks = sample_files(args.webhooks, mapping) if args.webhooks else []
+    except ValueError as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    reports = []
+    with LocalRun(
+        args.site.base_url, args.max_urls_per_file, args.endpoint_url, indexnow_endpoint=args.indexnow_endpoint
+    ) as run:
+        where = run.endpoint_url or "moto in this process"
+        print(f"local stack on {where}, created from template.yaml:")
+        for logical, physical in run.resources().items():
+            print(f"  {logical}: {physical}")
+        status = EXIT_OK
+        if args.import_events is not None or args.adopt is not None:
+            from sitemap_updater.cli_import import local_import
+
+            status, imported = local_import(run, args)
+            if not imported:  # nothing read, adopted or accepted: stop before anything is copied
+                return status
+        for path in args.events:
+            try:
+                bodies = read_events_file(path)
+            except (OSError, ValueError) as exc:
+                print(f"sitemap-updater: cannot read {input_name(path)}: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            report = run.send_wave(bodies).as_dict()
+            reports.append(report)
+            print(_wave_summary(input_name(path), report))
+        if webhooks:
+            report = webhook_wave(run, webhooks, mapping)
+            reports.append(report)
+            print(_wave_summary("webhooks", report))
+        for error in run.errors:
+            print(f"  a function failed and its batch was retried: {error}", file=sys.stderr)
+        try:
+            run.download(args.out)
+        except FileExistsError as exc:
+            print(f"sitemap-updater: nothing copied: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        if args.log is not None:
+            args.log.write_text("\n".join(run.logs) + "\n", encoding="utf-8")
+    if args.report is not None:
+        args.report.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"published files copied to {args.out}")
+    return status
+
+
+def _wave_summary(source: str, report: dict[str, object]) -> str:
+    events = report["events"]
+    s3 = report["s3"]
+    assert isinstance(events, dict) and isinstance(s3, dict)
+    lines = [f"wave {report['wave']} ({source}): " + ", ".join(f"{count} {name}" for name, count in events.items())]
+    hooks = report.get("webhooks", [])
+    assert isinstance(hooks, list)
+    for hook in hooks:  # HTTP status, then what the endpoint answered
+        answer = hook["answer"] if isinstance(hook["answer"], dict) else {}
+        said = (
+            f"queued {', '.join(answer['urls']) or 'nothing'}"
+            if "urls" in answer
+            else f"ignored: {answer['ignored']}"
+            if "ignored" in answer
+            else f"refused: {answer.get('error')}"
+        )
+        lines.append(f"  webhook {hook['file']}: HTTP {hook['status']}, {said}")
+    lines.append(f"  written: {', '.join(s3['put']) or 'nothing'}")
+    if s3["deleted"]:
+        lines.append(f"  deleted: {', '.join(s3['deleted'])}")
+    changed = report["changed_urls"]
+    assert isinstance(changed, list)
+    lines += [f"  changed: {url}" for url in changed]
+    notifications = report["notifications"]
+    assert isinstance(notifications, list)
+    for sent in notifications:
+        status = "not sent (dry run)" if sent["status"] is None else f"HTTP {sent['status']}"
+        lines.append(f"  IndexNow/Search Console: {len(sent['urls'])} URL(s) to {sent['endpoint']}: {status}")
+    rejections = report["rejections"]
+    assert isinstance(rejections, list)
+    lines += [f"  rejected (to the DLQ): {r['reason']}" for r in rejections]
+    return "\n".join(lines)
