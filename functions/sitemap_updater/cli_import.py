@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name, stdin_bytes
 from sitemap_updater.core.urls import Site
 from sitemap_updater.service.adopt import Adoption
+from sitemap_updater.service.bulk_import import ImportRefused
 
 if TYPE_CHECKING:
     from sitemap_updater.local.runner import LocalRun
@@ -100,6 +101,9 @@ def _import_export(path: Path, load: Callable[[_Export], ImportResult]) -> tuple
     except (OSError, UnicodeDecodeError) as exc:  # nothing is written before every line is read
         print(f"sitemap-updater: cannot read {name}: {exc}", file=sys.stderr)
         return EXIT_USAGE, False
+    except ImportRefused as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE, False
     return _imported(name, result, EXIT_OK, lambda n: f"{name}:{export.line(n)}: rejected"), result.index is not None
 
 
@@ -132,7 +136,7 @@ def run_import(args: argparse.Namespace) -> int:
 
     import boto3
 
-    from sitemap_updater.service.bulk_import import import_events
+    from sitemap_updater.service.bulk_import import check_first_import, import_events
     from sitemap_updater.service.pipeline import Pipeline
     from sitemap_updater.settings import Settings, SettingsError
 
@@ -142,6 +146,11 @@ def run_import(args: argparse.Namespace) -> int:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
     pipeline = Pipeline.connect(settings, boto3.session.Session().client, args.endpoint_url)
+    try:
+        check_first_import(pipeline)  # before reading anything
+    except ImportRefused as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if args.sitemap is not None:
         site, limit = pipeline.site, args.max_total_bytes
         return _import_adopted(args.sitemap, site, limit, lambda bodies: import_events(bodies, pipeline))[0]

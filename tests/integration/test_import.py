@@ -43,6 +43,27 @@ def test_import_from_events_publishes_the_site_once(
     assert run.published() == reference_site(pages, Limits()).all_bytes()
 
 
+def test_an_import_into_a_stack_that_publishes_a_site_is_refused(
+    local_run: LocalRunFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a stack whose site was imported
+    run = local_run()
+    pages = [event(f"{BASE}/blog/p{i}", version=1) for i in range(5)]
+    export = tmp_path / "pages.jsonl"
+    export.write_text("\n".join(json.dumps(p) for p in pages) + "\n", encoding="utf-8")
+    _use_stack_env(monkeypatch, run.stack.environment)
+    assert main(["import", "--events", str(export), "--endpoint-url", str(run.endpoint_url)]) == 0
+    published = run.published()
+    # When another export is imported (one page moved, one older)
+    again = tmp_path / "again.jsonl"
+    moved = [event(f"{BASE}/blog/p0", version=2, section="docs"), event(f"{BASE}/blog/p1", version=0)]
+    again.write_text("\n".join(json.dumps(p) for p in moved) + "\n", encoding="utf-8")
+    # Then it is refused with the reason, and the published site is as it was
+    assert main(["import", "--events", str(again), "--endpoint-url", str(run.endpoint_url)]) == 2
+    assert "import is a site's first load; send changes as events to the ingest queue" in capsys.readouterr().err
+    assert run.published() == published
+
+
 def test_adopting_an_existing_sitemap_keeps_every_url(
     local_run: LocalRunFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,19 +91,17 @@ def test_adoption_never_resolves_entities(tmp_path: Path) -> None:
 def test_an_import_where_no_event_is_accepted_writes_nothing_and_exits_1(
     local_run: LocalRunFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Given a stack that publishes a site
+    # Given a new stack
     run = local_run()
-    run.import_site(json.dumps(event(f"{BASE}/blog/p{i}")) for i in range(5))
-    before = run.published()
     # When an export whose every line is rejected (another host) is imported
     export = tmp_path / "pages.jsonl"
     export.write_text("\n".join(json.dumps(event(f"https://example.com/p{i}")) for i in range(3)), encoding="utf-8")
     _use_stack_env(monkeypatch, run.stack.environment)
     assert main(["import", "--events", str(export), "--endpoint-url", str(run.endpoint_url)]) == 1
-    # Then each line's reason and the refusal are printed, and the published files are as they were
+    # Then each line's reason and the refusal are printed, and nothing is published
     err = capsys.readouterr().err
     assert f"{export}:1: rejected: url: host 'example.com'" in err and "nothing imported" in err
-    assert run.published() == before
+    assert run.published() == {}
 
 
 def test_import_rejections_name_the_line_of_the_export(

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 
-from sitemap_updater.service.bulk_import import import_events
+import pytest
+
+from sitemap_updater.service.bulk_import import ImportRefused, import_events
 from tests.unit.test_recovery import Stack, page
 
 
@@ -47,3 +49,19 @@ def test_an_import_where_nothing_was_accepted_writes_nothing() -> None:
     result = import_events(["{broken", "[]"], stack.pipeline)
     assert (result.pages, result.sections, result.index) == (0, [], None)
     assert stack.store.pages == {} and stack.s3.objects == {}
+
+
+def test_a_second_import_into_a_published_site_is_refused_and_writes_nothing() -> None:
+    # Given a site imported once
+    stack = Stack(max_urls=3)
+    first = [page(f"p{i}", version=1) for i in range(4)]
+    stack.sent += first
+    import_events([json.dumps(e) for e in first], stack.pipeline)
+    before = (dict(stack.store.pages), dict(stack.s3.objects))
+    # When another export is imported into it (which could hold older states, or move pages between sections)
+    second = [page("p0", version=0, priority=0.4), page("p1", version=2, section="docs")]
+    with pytest.raises(ImportRefused, match="ingest queue"):
+        import_events([json.dumps(e) for e in second], stack.pipeline)
+    # Then nothing is written: the published site stays as the first import made it
+    assert (dict(stack.store.pages), dict(stack.s3.objects)) == before
+    stack.check()

@@ -123,7 +123,9 @@ class Stack:
         for name in names:
             text = gzip.decompress(self.s3.objects[name].data).decode()
             for element in re.findall(r"<url>.*?</url>", text, re.DOTALL):
-                shown[unescape(element.split("<loc>", 1)[1].split("</loc>", 1)[0])] = element
+                url = unescape(element.split("<loc>", 1)[1].split("</loc>", 1)[0])
+                assert url not in shown, f"{url} is listed twice (again in {name})"
+                shown[url] = element
         return shown
 
     def check(self) -> None:

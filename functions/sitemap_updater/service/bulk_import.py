@@ -15,6 +15,21 @@ from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import DirtyMark, SectionRebuild, rebuild_section
 
 
+class ImportRefused(RuntimeError):
+    """The stack already publishes a site: an import (unconditional, batched writes) would overwrite newer states
+    and leave moved pages in their old sections' files; changes to a live site go through the ingest queue."""
+
+
+def check_first_import(pipeline: Pipeline) -> None:
+    """Raise ImportRefused when the stack has published an index: the import is a site's first load only (a run
+    that died before its index may be run again)."""
+    if pipeline.store.index_sha() is not None:
+        raise ImportRefused(
+            "this stack already publishes a site (its sitemap.xml was written): import is a site's first load; "
+            "send changes as events to the ingest queue instead"
+        )
+
+
 @dataclass(slots=True)
 class ImportResult:
     pages: int = 0
@@ -26,7 +41,8 @@ class ImportResult:
 def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
     """Validate every event, keep the newest per URL, write the manifests in batches, then publish every
     section and the index once (no change records: a first import is not news to search engines). When no
-    event is accepted, nothing is written or published."""
+    event is accepted, nothing is written or published. Raises ImportRefused on a stack that publishes a site."""
+    check_first_import(pipeline)
     result = ImportResult()
     states = []
     for number, body in enumerate(bodies, start=1):
@@ -40,11 +56,10 @@ def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
     writes = [page_write(state) for state in newest.values()]
     pipeline.store.import_pages(writes)
     result.pages = sum(1 for w in writes if w.kind == "live")
-    keys: dict[str, list[int]] = defaultdict(list)
-    for write in writes:
-        keys[write.section].append(write.key)
-    for section in sorted(keys):
-        marks = [DirtyMark(section, key=key) for key in keys[section]]
-        result.sections.append(rebuild_section(pipeline, section, marks))
+    marks: dict[str, list[DirtyMark]] = defaultdict(list)
+    for write in writes:  # by URL too, so that a file rebuilt from its snapshot reads these pages again
+        marks[write.section].append(DirtyMark(write.section, url=write.url, key=write.key))
+    for section in sorted(marks):
+        result.sections.append(rebuild_section(pipeline, section, marks[section]))
     result.index = rebuild_index(pipeline)
     return result
