@@ -97,3 +97,36 @@ def test_a_file_left_writing_by_a_dead_lettered_rebuild_is_published_by_the_next
     # Then the page of the dead rebuild is published too, and nothing is left behind
     assert f"{BASE}/blog/{gap}" in stack.shown()
     stack.check()
+
+
+def _names(low: int, high: int) -> tuple[list[str], list[str]]:
+    """Page names whose keys fall in the lower and the upper half of the key space."""
+    lower: list[str] = []
+    upper: list[str] = []
+    i = 0
+    while len(lower) < low or len(upper) < high:
+        name = f"k{i}"
+        (lower if page_key(f"{BASE}/blog/{name}") < KEY_SPACE // 2 else upper).append(name)
+        i += 1
+    return lower[:low], upper[:high]
+
+
+def test_a_split_that_died_after_the_first_half_s_snapshot_keeps_the_other_half_s_deletes_in_its_lastmod() -> None:
+    # Given a file whose live pages all sit in the lower half of the key space, and whose upper half holds only
+    # deletes (later than every lastmod)
+    stack = Stack(max_urls=3)
+    lower, upper = _names(3, 2)
+    stack.send(*[page(n, version=1) for n in lower], page(upper[0], version=1))
+    stack.drain()
+    stack.send(page(upper[0], type="delete", version=2, occurred_at="2026-11-18T00:00:00Z"))
+    stack.drain()
+    # When a new page in the upper half splits it in two, and the rebuild dies right after keeping the lower
+    # half's snapshot: same name, same bytes as the whole file had (the upper half had no live page)
+    stack.send(page(upper[1], version=1))
+    with crash(stack.pipeline.bucket, "write_snapshot", after=True) as hits:
+        stack.until(hits)
+    stack.drain()
+    # Then the upper file's lastmod still counts the delete in its range, as the rules say
+    stack.check()
+    index = stack.s3.objects["sitemap.xml"].data.decode()
+    assert "sitemap-blog-80000000.xml.gz</loc><lastmod>2026-11-18T00:00:00+00:00</lastmod>" in index

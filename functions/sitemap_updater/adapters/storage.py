@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 CONTENT_TYPES = {".xml.gz": "application/gzip", ".xml": "application/xml; charset=utf-8", ".txt": "text/plain"}
 _MAX_ATTEMPTS = 8
+_MAX_SNAPSHOT_ID = 200
 SNAPSHOT_PREFIX = "_state/"  # the bucket policy lets CloudFront read sitemap* and *.txt only
 
 
@@ -103,19 +104,24 @@ class SitemapBucket:
         return True
 
     def read_snapshot(self, name: str) -> tuple[str, bytes] | None:
-        """The snapshot kept beside file ``name``: (the SHA-256 of the file it was rendered into, its states);
-        None when there is none. Snapshots live under ``_state/``, which CloudFront may not read."""
+        """The snapshot kept beside file ``name``: (what it is the snapshot of, as written; its states); None when
+        there is none. Snapshots live under ``_state/``, which CloudFront may not read."""
         data = self.read(snapshot_key(name))
-        if data is None or data[64:65] != b"\n":
+        end = -1 if data is None else data.find(b"\n", 0, _MAX_SNAPSHOT_ID + 1)
+        if data is None or end < 0:
             return None
-        return data[:64].decode("ascii"), zlib.decompress(data[65:])
+        return data[:end].decode("ascii"), zlib.decompress(data[end + 1 :])
 
-    def write_snapshot(self, name: str, sha256: str, states: bytes) -> None:
-        """Keep ``states`` (encoded page states) beside file ``name``, for the file rendered with ``sha256``."""
+    def write_snapshot(self, name: str, snapshot_id: str, states: bytes) -> None:
+        """Keep ``states`` (encoded page states) beside file ``name``, with what they are the snapshot of (an
+        ASCII line of at most 200 characters: the file's bytes and range)."""
+        head = snapshot_id.encode("ascii")
+        if len(head) > _MAX_SNAPSHOT_ID or b"\n" in head:
+            raise ValueError(f"a snapshot's id is one ASCII line of at most {_MAX_SNAPSHOT_ID} characters")
         self._client.put_object(
             Bucket=self.bucket,
             Key=snapshot_key(name),
-            Body=sha256.encode("ascii") + b"\n" + zlib.compress(states, 6),
+            Body=head + b"\n" + zlib.compress(states, 6),
             ContentType="application/octet-stream",
             Metadata={"seq": "0"},
         )

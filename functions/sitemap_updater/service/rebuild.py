@@ -103,6 +103,13 @@ def _region_for(key: int, live: list[PublishedFile]) -> KeyRange:
     return KeyRange(start, end, depth)
 
 
+def snapshot_id(sha256: str, key_range: KeyRange) -> str:
+    """What a snapshot is the snapshot of: the file's bytes (their SHA-256) and its key range. Two ranges may share
+    a name (a file split in two keeps its start) and render the same bytes (the half left had no live page), yet
+    hold other tombstones, which move the range's lastmod: a snapshot of one is never taken for the other."""
+    return f"{sha256}:{key_range.start:x}:{key_range.depth}"
+
+
 class _Section:
     """Exact data where pages changed, recorded counts elsewhere. A live file's data is its snapshot (the states
     it was last rendered from, kept beside it in the bucket) with the marked pages read again, when the snapshot
@@ -160,7 +167,7 @@ class _Section:
         if published.unsettled:
             return None
         found = self._pipeline.bucket.read_snapshot(published.name)
-        if found is None or found[0] != published.sha256:
+        if found is None or found[0] != snapshot_id(published.sha256, published.key_range):
             return None
         key_range = published.key_range
         states = {(s.key, s.url): s for s in decode_states(found[1]) if key_range.contains(s.key)}
@@ -262,7 +269,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         # The states this file is rendered from, kept beside it (before its bytes and record): the next rebuild
         # reads them and only the pages it is marked for. A crash before the record leaves a snapshot of other
         # bytes than the record names, which is then not used.
-        bucket.write_snapshot(name, rendered.sha256, b"".join(encode_state(s) for s in states))
+        bucket.write_snapshot(name, snapshot_id(rendered.sha256, key_range), b"".join(encode_state(s) for s in states))
         if old is not None and not old.unsettled and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
             continue
         put = old is None or old.unsettled or old.sha256 != rendered.sha256
