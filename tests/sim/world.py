@@ -254,6 +254,14 @@ class Simulation:
                         self._last_shown[url] = entry
                         self._shown_changes[url] += 1
                         self._shown_at.append((url, self.clock.now))
+        if name.endswith(".xml.gz") and old is not None and not name.startswith(SNAPSHOT_PREFIX):
+            # A page no file shows any more was removed: shown again, even with the same content, it is a new
+            # change that is announced again (a page deleted and published again).
+            kept = self._entries(new.data) if new is not None else {}
+            for url in set(self._entries(old.data)) - set(kept):
+                if not any(url in self._entries(o.data) for n, o in self.s3.objects.items()
+                           if n.endswith(".xml.gz") and n != name and not n.startswith(SNAPSHOT_PREFIX)):  # fmt: skip
+                    self._last_shown.pop(url, None)
         if name == INDEX_NAME and new is None:  # the site has no pages left: a crawler finds no index, once the
             self._indexes.append((self.clock.now, frozenset()))  # CDN's cached copy has expired
         index = self.s3.objects.get(INDEX_NAME)
