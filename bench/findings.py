@@ -71,10 +71,10 @@ def findings(data: dict[str, Any]) -> list[str]:
         + f". At one event per second the rebuild function also bills {shard_s:.2f} s of 1 GB per rewritten file "
         f"(${shard['Lambda']:.2f} per million): reading, decoding and re-encoding a 10,000-page snapshot and "
         "rendering the file.",
-        f"- **The index rebuilds itself in chains**: at one event per second it ran {index_calls:.2f} times per event "
-        f"(${index_bill:.2f} per million). Each run that names a file published within the cache lifetime queues "
-        "another run (`settle`, deduplicated by its own generation, so never merged), and every section rebuild "
-        "queues one more, so while changes keep coming the runs never stop and add up.",
+        f"- **Index rebuilds are coalesced**: at one event per second the index ran {index_calls:.2f} times per event "
+        f"(${index_bill:.2f} per million; 1.75 times and $8.48 before 2026-11-24). Every index request sent in one "
+        "half cache lifetime carries the same deduplication ID, so SQS delivers one of them, after the window: at "
+        "most two index rebuilds per 5 s, whatever the number of section rebuilds and settle requests.",
         f"- **A burst rebuilds each section more than once**: {spread['events']:,} spread changes in one second "
         f"rewrote files up to {max(spread_puts, default=0)} times ({sum(spread_puts) / max(len(spread_puts), 1):.1f} "
         "on average), so they uploaded more sitemap bytes than the full publish. The first ingest batch's marks start "
@@ -94,14 +94,14 @@ def findings(data: dict[str, Any]) -> list[str]:
         f"2. **An outbox instead of `pending` on every page state**: one item per ingest batch listing its marks, "
         f"written before the transactions and deleted after the sends, found by the sweep with one Query: 3 write "
         f"units per event become about 0.2 at 100-event batches, ${2.8 * cost.DDB_WRU * PER_M:.2f}.",
-        f"3. **Index requests deduplicated by cache lifetime**: a `settle` or section request carrying "
-        "`floor(now / lifetime)` as its deduplication ID is dropped by SQS when one is already queued for that "
-        "window, and the one kept is delivered after the window ends, so it still sees every change sent in it. "
-        f"At most one index run per 5 s: from {index_calls:.2f} to about 0.2 runs per event at one event per "
-        f"second, about ${index_bill * (1 - min(1.0, 0.2 / max(index_calls, 1e-9))):.2f}.",
+        f"3. **One index run per cache lifetime** instead of per half lifetime (done: requests deduplicated per "
+        f"half lifetime, see above): from {index_calls:.2f} to about 0.2 runs per event at one event per second, "
+        f"about ${index_bill * (1 - min(1.0, 0.2 / max(index_calls, 1e-9))):.2f}, at the price of less margin for "
+        "clocks that differ.",
         "4. **No snapshot PUT**: rebuild the states from the published file (its entries are the rendered bytes; "
         "the range's newest tombstone moment can live in the file record), saving one PUT and one GET per "
-        "rewritten file: "
+        "rewritten file (against our rule that nothing is cut back out of rendered bytes; a smaller snapshot, or "
+        "one object holding a section's snapshots, would save part of it): "
         + ", ".join(f"${v * (cost.S3_PRICE['PUT'] + cost.S3_PRICE['GET']) * PER_M:.2f} at {k}" for k, v in puts.items())
         + ".",
         f"5. **The CMS batches its sends** (`SendMessageBatch`, 10 a request): "
