@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, TextIO
 from sitemap_updater.core.errors import LimitExceeded
 from sitemap_updater.core.events import event_json_schema
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE, Limits
+from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, INDEX_NAME, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError
 from sitemap_updater.service.adopt import MAX_FILE_BYTES, MAX_TOTAL_BYTES
 from sitemap_updater.service.build import MAX_REJECTED_SHARE, BuildRefused, BuildResult, build
@@ -354,6 +354,8 @@ def _build_from(events: Path, name: str, args: argparse.Namespace) -> int:
     progress.close()
     _report_lines(name, result, args.quiet)
     print(_summary(result, args.out, time.perf_counter() - started))
+    print(f"for the site's robots.txt (once the files are served from {args.site.base_url}/):")
+    print(f"Sitemap: {args.site.base_url}/{INDEX_NAME}")
     return EXIT_OK
 
 

@@ -373,3 +373,9 @@ def test_standard_input_is_spooled_in_chunks_and_its_lines_numbered_across_proce
     assert list((tmp_path / "tmp").iterdir()) == []
     # And standard input was read a bounded chunk at a time, never whole
     assert stdin.sizes and all(size is not None and 0 < size <= 1 << 20 for size in stdin.sizes)
+
+
+def test_build_prints_the_robots_txt_line_of_the_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    export = write_jsonl(tmp_path / "events.jsonl", [event(f"{BASE}/blog/a")])
+    assert run_build(export, tmp_path / "out", "--quiet") == 0
+    assert f"\nSitemap: {BASE}/sitemap.xml\n" in capsys.readouterr().out
