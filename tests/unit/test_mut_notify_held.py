@@ -1,0 +1,80 @@
+"""Changes held back by IndexNow's quiet window (``held#indexnow``), on the in-memory stack of ``test_recovery``:
+a second change inside the window is held, not sent and not lost; the wake-up after the window sends it once
+and forgets it, so later wake-ups send nothing (issue 13's survivors of service/notify.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.service.notify import INDEXNOW, Notifiers, NotifyResult, notify
+from sitemap_updater.service.pipeline import Pipeline
+from tests.conftest import BASE
+from tests.unit.test_recovery import NOW, Stack, replace_settings
+
+URL = f"{BASE}/blog/a"
+WINDOW_S = 300
+
+
+class Engine(HttpClient):
+    """Accepts every request; records each request's URL list."""
+
+    def __init__(self) -> None:
+        super().__init__(timeout=20.0)
+        self.requests: list[list[str]] = []
+
+    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
+        self.requests.append(list(body["urlList"]))
+        return HttpResponse(200, {}, "")
+
+
+def _run(pipeline: Pipeline, engine: Engine, at: datetime, *records: dict[str, Any]) -> NotifyResult:
+    notifiers = Notifiers(engine, None, sleep=lambda _s: None, monotonic=lambda: 0.0)
+    return notify(list(records), replace(pipeline, clock=lambda: at), notifiers)
+
+
+def _change(digest: str) -> dict[str, Any]:
+    return {"changed": {URL: "updated"}, "digests": {URL: digest}}
+
+
+def test_a_change_inside_the_window_is_held_sent_once_after_it_and_then_forgotten() -> None:
+    stack = Stack()
+    pipeline = replace_settings(stack, indexnow_key="0123456789abcdef", indexnow_window_seconds=WINDOW_S)
+    engine = Engine()
+    # A first change is sent at once
+    assert _run(pipeline, engine, NOW, _change("d1")).sent
+    # A second one ten seconds later is inside the quiet window: held, not sent
+    later = NOW + timedelta(seconds=10)
+    result = _run(pipeline, engine, later, _change("d2"))
+    assert result.held == [URL] and result.sent == [] and engine.requests == [[URL]]
+    now_s = int(later.timestamp())
+    [(url, held)] = stack.store.held(INDEXNOW, now_s).items()
+    assert url == URL and held.digest == "d2" and held.quiet_until_s == int(NOW.timestamp()) + WINDOW_S
+    # A wake-up inside the window sends nothing
+    assert _run(pipeline, engine, later + timedelta(seconds=60), {}).sent == []
+    # The wake-up after the window sends the held change, and it is forgotten
+    after = NOW + timedelta(seconds=WINDOW_S + 1)
+    result = _run(pipeline, engine, after, {})
+    assert [n.urls for n in result.sent] == [[URL]] and engine.requests == [[URL], [URL]]
+    assert stack.store.held(INDEXNOW, int(after.timestamp())) == {}
+    # Later wake-ups have nothing to send, and nothing already sent to report
+    result = _run(pipeline, engine, after + timedelta(seconds=WINDOW_S * 2), {})
+    assert (result.sent, result.already_sent, result.held) == ([], [], [])
+    assert len(engine.requests) == 2
+
+
+def test_held_changes_are_kept_until_the_latest_window_they_wait_for_has_ended() -> None:
+    # Two URLs held at once, each until its own window's end: the held items outlive the later of them
+    stack = Stack()
+    pipeline = replace_settings(stack, indexnow_key="0123456789abcdef", indexnow_window_seconds=WINDOW_S)
+    engine = Engine()
+    other = f"{BASE}/blog/b"
+    _run(pipeline, engine, NOW, _change("a1"))
+    _run(pipeline, engine, NOW + timedelta(seconds=100), {"changed": {other: "added"}, "digests": {other: "b1"}})
+    both = {"changed": {URL: "updated", other: "updated"}, "digests": {URL: "a2", other: "b2"}}
+    result = _run(pipeline, engine, NOW + timedelta(seconds=150), both)
+    assert result.held == [URL, other]
+    expiries = {expires for (_channel, _url), (expires, _change) in stack.store.held_items.items()}
+    assert len(expiries) == 1 and expiries.pop() >= int(NOW.timestamp()) + 100 + WINDOW_S
