@@ -33,6 +33,7 @@ from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site, UrlError, normalise_host
 from sitemap_updater.service.adopt_fields import Dropped, drop_fields, page_event
 
+_GZIP_MAGIC = b"\x1f\x8b"
 MAX_FILE_BYTES = 52_428_800  # the protocol's limit on one sitemap file, uncompressed
 MAX_TOTAL_BYTES = 4 * 1024**3  # all files together, uncompressed: about 20 million pages
 UNKNOWN_TIME = "1970-01-01T00:00:00Z"
@@ -375,16 +376,20 @@ def _peek(chunks: Iterator[bytes]) -> tuple[bytes, Iterator[bytes]]:
 
 def _gunzip(chunks: Iterator[bytes]) -> Iterator[bytes]:
     """Gunzip a stream of one or more gzip members, never more than a chunk at a time; zero bytes or bytes
-    that start no member after the last one (padding) are ignored, as gzip does."""
+    that start no member after the last one (padding) are ignored, as gzip does. A later member that starts as
+    one (gzip's magic number) but is damaged is an error, as gzip reports it."""
     inflate, finished, fed, produced, padding = zlib.decompressobj(wbits=31), 0, False, False, True
+    head = b""  # the first bytes given to the member being read
     for data in chunks:
         while data or fed:
             if finished and not produced:
                 padding = padding and not data.strip(b"\0")
+            if len(head) < len(_GZIP_MAGIC):
+                head += data[: len(_GZIP_MAGIC) - len(head)]
             try:
                 piece = inflate.decompress(data, _CHUNK)
             except zlib.error as exc:
-                if finished and not produced:
+                if finished and not produced and not head.startswith(_GZIP_MAGIC):
                     return
                 raise _FileError(f"not valid gzip ({exc})") from None
             fed, produced = fed or bool(data), produced or bool(piece)
@@ -392,7 +397,7 @@ def _gunzip(chunks: Iterator[bytes]) -> Iterator[bytes]:
                 yield piece
             if inflate.eof:
                 data, finished = inflate.unused_data, finished + 1
-                inflate, fed, produced, padding = zlib.decompressobj(wbits=31), False, False, True
+                inflate, fed, produced, padding, head = zlib.decompressobj(wbits=31), False, False, True, b""
                 continue
             data = inflate.unconsumed_tail
             if not data and len(piece) < _CHUNK:
