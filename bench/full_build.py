@@ -19,8 +19,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import cold_start, cost, sections, shard_rebuild
+from bench import cold_start, sections, shard_rebuild
 from bench.pages import write_pages
+from bench.report import section as incremental_section
 from bench.tools import CACHE, ROOT, Run, Tool, images_kept, install, measure, tools, validates
 
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -139,13 +140,14 @@ def _write_doc(
             f"| floor: JSON parse + gzip -6 | {parse + gz:.2f} | | | | | | | | {ours / (parse + gz):.2f} |",
             "",
         ]
-    lines += _incremental_section(incremental)
+    lines += [*incremental_section(incremental), ""]  # as bench.incremental writes it
     lines += [
         "## One shard rebuild",
         "",
-        "A section of N pages in one file; one page changes; `rebuild_section` reads the file's manifest, plans, "
-        "renders and publishes (in-memory adapters, so no AWS latency; `bench/shard_rebuild.py`). The process "
-        "peak includes the in-memory table holding the section, which on Lambda lives in DynamoDB.",
+        "A section of N pages in one file; one page changes; `rebuild_section` reads the file's snapshot and the "
+        "changed page, decodes the states, plans, renders and publishes (in-memory adapters, so no AWS latency; "
+        "`bench/shard_rebuild.py`). The process peak includes the in-memory table holding the section, which on "
+        "Lambda lives in DynamoDB.",
         "",
         "| URLs in the file | CPU (s) | wall (s) | process RSS before (MB) | process peak (MB) | bytes put |",
         "|---:|---:|---:|---:|---:|---:|",
@@ -184,100 +186,30 @@ FINDINGS = [
     "",
     "The last column of the full-build tables is our wall time over the tool's: above 1, we are slower.",
     "",
-    "- **Full build: within 2x of the floor (met), faster than every peer but one (missed by about 13%).** At "
-    "1,000,000 pages `sitemap-updater build` takes 11.7 s on both cores (22 s CPU, 89 MB peak), validating every "
-    "event and keeping every image: 1.19x the floor, 2.8x faster than sitemap.js with coalesced writes and 9x "
-    "faster than sitemap.js as its README shows, but 1.13x the time of xml-sitemap-writer, which parses the JSON "
-    "without validating it, writes only `<loc>` (every image and lastmod dropped) and is not byte-stable. At "
-    "50,000 pages process start and imports weigh more (1.14 s against 0.70 s). The previous run took 51.5 s. "
-    "What changed: a fast path from JSON line to spill record (`core/fastline.py`: one pydantic-core pass checks "
-    "the common shape, the same rendering functions write the bytes, the pydantic models stay the contract for "
-    "everything else, and a differential test holds the two paths to the same bytes); the reduce works on the "
-    "records in place; files of sections without news are gzipped straight from contiguous runs of `<url>` "
-    "elements the reduce wrote. What remains (py-spy on one worker): about 13 us a line in the fast path, spread "
-    "thin — pydantic-core's JSON validation about 3.4 us, the BLAKE2b page key 1.3, packing the record 1.3, the "
-    "canonical-URL check 1.2, the element text 0.7, the 2% of URLs that need canonicalising 1.1 averaged over all "
-    "lines — then about 4 us a page in the reduce and 1.5 in gzip. The next step is a build spill format with "
-    "fixed-size headers apart from the bytes, so the reduce unpacks headers in C (`struct.iter_unpack`) and "
-    "de-duplicates by key (about 2 us a page, roughly the gap).",
-    "- **Peak RSS: goal met**: 89 MB at a million pages; the build spills to disk and works bucket by bucket.",
-    "- **One changed page on a 1,000,000-page site: goal met**: it reads one file's manifest and writes one "
-    "file (and the index when a lastmod it names moves).",
-    "- **Many spread changes cost more than a full rebuild**: 1,000 changes rebuilt in FIFO batches of 10 "
-    "re-read each touched file once per batch, about 6x the items a full publish reads. Coalescing all marks "
-    "of a section waiting in the queue into one rebuild, or rebuilding a section whole when a batch touches "
-    "most of its files, would bound it by the full publish.",
-    "- **Shard rebuild: goals met** (0.2 s CPU for 10,000 URLs, 1 s and 256 MB for 50,000): entries and page "
-    "states are named tuples decoded by direct slicing, and the benchmark no longer counts the simulation's "
-    "own invariant checks (the previous run's 0.31 s and 1.68 s included them). Decoding the manifest and the "
-    "in-memory store's query are most of what remains; on Lambda, reading the items from DynamoDB will "
-    "dominate. The process peak includes building the in-memory table that stands in for DynamoDB.",
-    "- **Cold start: met for three handlers, at the line for one, missed for ingest** (goal 500 ms): "
-    "rebuild_shard, rebuild_index and notify import in 464-489 ms; sweep, which imports the same modules, took "
-    "518 ms in this run and 477 ms in the run before it (this machine varies by about 30 ms); ingest 624 ms "
-    "(previous run: 690-770 ms for every handler). The handlers no longer use the Powertools Tracer: "
-    "importing the X-Ray SDK cost about "
-    "240 ms (it builds a botocore session for sampling at import), and the template's `Tracing: Active` still "
-    "records each invocation without per-call subsegments. On Lambda the clients come from a plain botocore "
-    "session, which spares importing boto3 and s3transfer (about 100 ms); only the ingest path imports the event "
-    "models; the XML character check compiles in microseconds instead of 10 ms. What remains is botocore "
-    "(its client module pulls in `botocore.docs`), pydantic's first model build (the settings) and urllib3; "
-    "ingest adds the event models (about 40 ms) and the Powertools batch utility behind "
-    "`BatchProcessor(model=SqsRecordModel)` (about 140 ms measured alone: it imports asyncio and the models of "
-    "every batch source). The other four handlers answer partial batches themselves; doing the same in ingest "
-    "would bring it near the others, at the price of leaving the Powertools batch pattern, so it is left as is.",
-    "- **Cost: CloudFront invalidations are gone.** They were 91-98% of the cost (about 2.6 million paths a "
-    "month at one event per second, at $0.005 each beyond the free 1,000). Files and index now carry a 5 s cache "
-    "lifetime and the index waits it out (docs/architecture.md), so a change costs no invalidation. What "
-    "remains is DynamoDB: a rebuild reads the whole manifest of each file it renders, so at one event per "
-    "second each change reads a whole file; a snapshot per file, updated by the changed entries only, would make "
-    "it proportional to the change.",
-    "",
+    "- **Full build: within 2x of the floor (met); faster than xml-sitemap-writer (missed).** In the run of "
+    "2026-11-24, at 1,000,000 pages `sitemap-updater build` took 4.61 s on both cores (8.6 s CPU, 97 MB peak), "
+    "validating every event and keeping every image: 1.42x the floor, 2.4x faster than sitemap.js with coalesced "
+    "writes and 36x faster than sitemap.js as its README shows, but 1.21x the time of xml-sitemap-writer (3.81 s), "
+    "which parses the JSON without validating it and writes only `<loc>` (every image and lastmod dropped). At "
+    "50,000 pages process start and imports weigh more (0.52 s against 0.26 s). This machine ran about twice as "
+    "fast as on 2026-11-22 (11.7 s then); the ratios are what compare. What remains, from the profile of "
+    "2026-11-22: about 13 us a line in the fast path (pydantic-core's JSON validation about 3.4, the BLAKE2b page "
+    "key 1.3, packing the record 1.3, the canonical-URL check 1.2), then about 4 us a page in the reduce and 1.5 "
+    "in gzip. A spill format with fixed-size headers (the reduce unpacking them with `struct.iter_unpack`), a "
+    "faster JSON reader and a faster deflate are the next steps (issue 19).",
+    "- **Peak RSS: goal met**: 97 MB at a million pages; the build spills to disk and works bucket by bucket.",
+    "- **One changed page on a 1,000,000-page site: goal met**: its rebuild reads the file's snapshot and the one "
+    "changed page and writes one file (and the index when a lastmod it names moves).",
+    "- **Shard rebuild: goals met**: 0.06 s CPU for a 10,000-URL file, 0.49 s and 215 MB for 50,000, from the "
+    "file's snapshot and the changed page.",
+    "- **Cold start: every handler under 400 ms** (195-268 ms in this run; ingest the heaviest, with the event "
+    "models and the Powertools batch utility). 464-624 ms on 2026-11-22 on a slower run of this machine: the "
+    "figures move with the machine, about 2x between these two runs. The handlers use no Powertools Tracer (the "
+    "X-Ray SDK's import alone cost about 240 ms; `Tracing: Active` still records each invocation), and the "
+    "clients come from a plain botocore session (no boto3 or s3transfer).",
+    "- **Cost**: see the incremental section: no CloudFront invalidations, reads proportional to the change, "
+    "index rebuilds coalesced; $33 per million events at one event per second, $11 at 50 a second.",
 ]
-
-
-def _incremental_section(data: dict[str, Any]) -> list[str]:
-    full, one, many = data["full"], data["one"], data["thousand"]
-    lines = [
-        "## Incremental updates",
-        "",
-        f"A site of {data['pages']:,} pages (the full-build export) loaded with the `import` use case, then one "
-        "changed page, then 1,000 changes spread over the site, rebuilt in FIFO batches of 10 per section "
-        "(`bench/incremental.py`). The real service code runs on the in-memory adapters of `tests/sim`, which "
-        "count every DynamoDB item, S3 request, SQS message and CloudFront path the AWS adapters would use "
-        "(moto cannot hold a million-page table in reasonable time here). CPU is the whole use case in one process.",
-        "",
-        "| | DynamoDB items read | items written | S3 PUTs | bytes uploaded | SQS messages | CloudFront paths | "
-        "CPU (s) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, ops in (("full publish (import)", full), ("one changed page", one), ("1,000 changed pages", many)):
-        lines.append(
-            f"| {name} | {ops['reads']:,} | {ops['writes']:,} | {ops['s3_puts']:,} | {ops['s3_bytes']:,} | "
-            f"{sum(ops['sqs'].values()):,} | {ops['cdn_paths']:,} | {ops['cpu_s']:.2f} |"
-        )
-    ratio = (one["reads"] + one["writes"]) / max(1, full["reads"] + full["writes"])
-    lines += [
-        "",
-        f"One changed page reads and writes {ratio:.4f} of what the full publish does (goal: at most 1/50 = 0.02).",
-        "",
-        "### Cost per million events",
-        "",
-        "At AWS list prices (us-east-1; constants and assumptions in `bench/cost.py`), from the counts above: at "
-        "1 event/s each change is rebuilt alone (the one-page figures); at 50 events/s SQS batches of 10 fill "
-        "(the 1,000-page figures per event).",
-        "",
-        "| rate | Lambda | SQS | DynamoDB | S3 | CloudFront invalidations | total (USD per 1M events) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for label, ops, events, batch, rate in (("1 event/s", one, 1, 1, 1.0), ("50 events/s", many, 1000, 10, 50.0)):
-        c = cost.per_million(ops, events, batch, rate)
-        lines.append(
-            f"| {label} | {c['lambda']:,.2f} | {c['sqs']:,.2f} | {c['dynamodb']:,.2f} | {c['s3']:,.2f} | "
-            f"{c['cloudfront']:,.2f} | {c['total']:,.2f} |"
-        )
-    lines.append("")
-    return lines
 
 
 def _node_version() -> str:

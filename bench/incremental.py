@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.meter import Meter
 from bench.pages import SECTIONS, write_pages
-from bench.report import per_million, section, total
+from bench.report import section
 from bench.traffic import Driver, Scenario, Traffic, changed_bodies
 from bench.usage import Usage
 
@@ -72,7 +72,7 @@ def run(size: int) -> dict[str, Any]:
     kinds = [spec["Type"] for spec in load_template(TEMPLATE)["Resources"].values()]
     data["resources"] = {"alarms": kinds.count("AWS::CloudWatch::Alarm"),
                          "dashboards": kinds.count("AWS::CloudWatch::Dashboard")}  # fmt: skip
-    return data | _legacy(data)
+    return data
 
 
 def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any]:
@@ -99,20 +99,6 @@ def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any
             "import": _usage(full), "hourly": {n: _usage(u) for n, u in hourly.items()}, "memory": driver.memory(),
             "polled": driver.polled(),
             "scenarios": [_scenario(t, role) for t, role in zip(results, ROLES, strict=True)]}  # fmt: skip
-
-
-def _legacy(data: dict[str, Any]) -> dict[str, Any]:
-    """The keys ``bench/full_build.py`` reads, until it renders :func:`bench.report.section` instead."""
-
-    def ops(used: dict[str, Any], bill: dict[str, float] | None) -> dict[str, Any]:
-        return {"reads": used["items_read"], "writes": round(used["wru"]), "s3_puts": used["s3"].get("PUT", 0),
-                "s3_bytes": used["bytes_up"], "s3_heads": used["s3"].get("GET", 0), "sqs": used["sqs"],
-                "cdn_paths": 0, "cpu_s": used["cpu_s"], "usd_per_million": bill}  # fmt: skip
-
-    by = {s["label"]: s for s in data["scenarios"]}
-    return {"one": ops(total(by[ONE.label]), per_million(data, by[COST[0].label])),
-            "thousand": ops(total(by[SPREAD.label]), per_million(data, by[COST[1].label])),
-            "full": ops(data["import"], None)}  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
