@@ -71,6 +71,7 @@ TESTS: dict[str, list[str]] = {
     "service/ingest.py": ["tests/unit/test_mut_recovery.py", "tests/unit/test_recovery.py"],
     "service/rebuild.py": [
         "tests/unit/test_mut_recovery.py",
+        "tests/unit/test_change_names.py",
         "tests/unit/test_recovery.py",
         "tests/unit/test_rebuild_edges.py",
         "tests/unit/test_rebuild_boundaries.py",
