@@ -109,3 +109,14 @@ def test_an_import_from_standard_input_names_its_rejected_lines(
         "<stdin>:5: rejected: priority: Input should be less than or equal to 1"
     ]
     assert "import (<stdin>): 3 pages" in captured.out
+
+
+def test_an_events_file_is_split_into_lines_as_build_splits_it(tmp_path: Path) -> None:
+    # a title holding U+2028 stays one event; \r\n and \r end lines; blank lines are skipped
+    from sitemap_updater.local.runner import read_events_file
+
+    body = json.dumps(event(f"{BASE}/blog/a", images=[{"loc": "https://cdn.example.com/a.jpg", "title": "x\u2028y"}]),
+                      ensure_ascii=False)  # fmt: skip
+    path = tmp_path / "wave.jsonl"
+    path.write_bytes(f"{body}\r\n\n{json.dumps(event(f'{BASE}/blog/b'))}\r".encode())
+    assert read_events_file(path) == [body, json.dumps(event(f"{BASE}/blog/b"))]

@@ -212,6 +212,17 @@ class FakeStore(ManifestStore):
 
         self._call("put_item", put)
 
+    importing: bool = False
+
+    def import_running(self) -> bool:
+        return bool(self._call("get_item", lambda: self.importing))
+
+    def set_import_running(self, running: bool) -> None:
+        def put() -> None:
+            self.importing = running
+
+        self._call("put_item" if running else "delete_item", put)
+
     # --- changes held back by a quiet window, by (channel, URL): expiry and the held change -----------------
     held_items: dict[tuple[str, str], tuple[int, SentRecord]]
 

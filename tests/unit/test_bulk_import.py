@@ -10,7 +10,7 @@ import json
 import pytest
 
 from sitemap_updater.service.bulk_import import ImportRefused, import_events
-from tests.unit.test_recovery import Stack, page
+from tests.unit.test_recovery import Crash, Stack, crash, page
 
 
 def test_an_import_publishes_the_newest_state_of_every_page_once() -> None:
@@ -65,3 +65,22 @@ def test_a_second_import_into_a_published_site_is_refused_and_writes_nothing() -
     # Then nothing is written: the published site stays as the first import made it
     assert (dict(stack.store.pages), dict(stack.s3.objects)) == before
     stack.check()
+
+
+def test_an_import_that_died_after_the_index_named_some_of_its_files_can_be_run_again() -> None:
+    # Given an import that dies in its second section, after the deployed index function (asked by the first
+    # section's rebuild) has already published a sitemap.xml
+    stack = Stack(max_urls=3)
+    events = [page("a", version=1), page("b", version=1, section="docs"), page("c", version=1, section="docs")]
+    stack.sent += events
+    with crash(stack.pipeline.bucket, "publish", when=lambda name, *_: "docs" in name), pytest.raises(Crash):
+        import_events([json.dumps(e) for e in events], stack.pipeline)
+    stack.drain()
+    assert stack.s3.objects.get("sitemap.xml") is not None
+    # When it is run again, it is not refused, and every page is published
+    result = import_events([json.dumps(e) for e in events], stack.pipeline)
+    assert result.pages == 3 and result.index is not None
+    stack.check()
+    # And once it has finished, another import is refused
+    with pytest.raises(ImportRefused):
+        import_events([json.dumps(e) for e in events], stack.pipeline)

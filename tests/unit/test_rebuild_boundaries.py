@@ -130,3 +130,23 @@ def test_a_split_that_died_after_the_first_half_s_snapshot_keeps_the_other_half_
     stack.check()
     index = stack.s3.objects["sitemap.xml"].data.decode()
     assert "sitemap-blog-80000000.xml.gz</loc><lastmod>2026-11-18T00:00:00+00:00</lastmod>" in index
+
+
+def test_a_file_published_again_while_the_index_read_it_gets_another_index_rebuild() -> None:
+    # Given a file published, and its index request on the queue
+    stack = Stack(max_urls=3)
+    stack.send(page("a", version=1))
+    while stack.queues["rebuild"].messages:
+        stack.step()
+    assert stack.queues["index"].messages
+    # When the index rebuild finds the record changed before it could mark it named (a newer put, whose own
+    # request SQS may have merged into the one this run came from)
+    real = stack.store.clear_pending_index
+    stack.store.clear_pending_index = lambda published: False  # type: ignore[method-assign]
+    stack.queues["index"].messages.clear()
+    rebuild_index(stack.pipeline)
+    stack.store.clear_pending_index = real  # type: ignore[method-assign]
+    # Then it asks for another index rebuild, which names the file and settles it
+    assert stack.queues["index"].messages
+    stack.drain()
+    stack.check()

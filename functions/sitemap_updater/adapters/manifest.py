@@ -473,6 +473,20 @@ class ManifestStore:
             Item={"pk": _s("index"), "sk": _s("index"), "sha256": _s(sha256), "generation": _n(generation)},
         )
 
+    # --- a bulk import in progress (``import``): set before its first write, removed after its index --------
+    def import_running(self) -> bool:
+        item = self._client.get_item(
+            TableName=self.table, Key={"pk": _s("import"), "sk": _s("import")}, ConsistentRead=True
+        ).get("Item")
+        return item is not None
+
+    def set_import_running(self, running: bool) -> None:
+        key = {"pk": _s("import"), "sk": _s("import")}
+        if running:
+            self._client.put_item(TableName=self.table, Item=key)
+        else:
+            self._client.delete_item(TableName=self.table, Key=key)
+
     # --- changes held back by a quiet window (``held#<channel>``, one item per URL, keyed by its SHA-256) ----
     def held(self, channel: str, now_s: int) -> dict[str, SentRecord]:
         """Changes ``channel`` holds back: for each URL, the digest to announce and the end of the quiet window it

@@ -353,12 +353,19 @@ def _sqs_record(message: Any, arn: str) -> dict[str, Any]:
 
 
 def read_events_file(path: Path) -> list[str]:
-    """Bodies from a JSON array file or a JSONL file (standard input for ``-``), each exactly as it will be sent."""
-    text = sys.stdin.buffer.read().decode("utf-8") if str(path) == "-" else path.read_text(encoding="utf-8")
+    """Bodies from a JSON array file or a JSONL file (standard input for ``-``), each exactly as it will be sent.
+    Lines end at \n, \r\n or \r, as ``build`` and ``import`` read them (not at a U+2028 inside a string)."""
+    if str(path) == "-":
+        if sys.stdin is None or not hasattr(sys.stdin, "buffer"):
+            raise OSError("standard input cannot be read")
+        raw = sys.stdin.buffer.read()
+    else:
+        raw = path.read_bytes()
+    text = raw.decode("utf-8")
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
             return [json.dumps(item, ensure_ascii=False) for item in json.loads(stripped)]
         except json.JSONDecodeError:
             pass
-    return [line for line in text.splitlines() if line.strip()]
+    return [line.removesuffix("\n") for line in io.StringIO(text, newline=None) if line.strip()]

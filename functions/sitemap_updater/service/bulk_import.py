@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.reduce import reduce_states, state_from_event
-from sitemap_updater.service.index import IndexRebuild, rebuild_index
+from sitemap_updater.service.index import IndexRebuild, StaleIndex, rebuild_index
 from sitemap_updater.service.ingest import page_write
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import DirtyMark, SectionRebuild, rebuild_section
@@ -21,9 +21,10 @@ class ImportRefused(RuntimeError):
 
 
 def check_first_import(pipeline: Pipeline) -> None:
-    """Raise ImportRefused when the stack has published an index: the import is a site's first load only (a run
-    that died before its index may be run again)."""
-    if pipeline.store.index_sha() is not None:
+    """Raise ImportRefused when the stack has published an index and no import is under way: the import is a
+    site's first load only. An import that died (its mark is still set, whether or not the deployed index
+    function had named some of its files already) may be run again."""
+    if pipeline.store.index_sha() is not None and not pipeline.store.import_running():
         raise ImportRefused(
             "this stack already publishes a site (its sitemap.xml was written): import is a site's first load; "
             "send changes as events to the ingest queue instead"
@@ -54,6 +55,7 @@ def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
         return result
     newest = reduce_states(states)
     writes = [page_write(state) for state in newest.values()]
+    pipeline.store.set_import_running(True)  # until the import's own index: a run that dies may run again
     pipeline.store.import_pages(writes)
     result.pages = sum(1 for w in writes if w.kind == "live")
     marks: dict[str, list[DirtyMark]] = defaultdict(list)
@@ -61,5 +63,9 @@ def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
         marks[write.section].append(DirtyMark(write.section, url=write.url, key=write.key))
     for section in sorted(marks):
         result.sections.append(rebuild_section(pipeline, section, marks[section]))
-    result.index = rebuild_index(pipeline)
+    try:
+        result.index = rebuild_index(pipeline)
+    except StaleIndex:  # the deployed index function (asked by the section rebuilds) published a newer one
+        result.index = rebuild_index(pipeline)
+    pipeline.store.set_import_running(False)
     return result

@@ -85,8 +85,9 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
         pipeline.bucket.delete(INDEX_NAME)
         store.put_index_sha("", generation)
         result.written = True
-    for published in (f for f in named if f.pending_index):
-        store.clear_pending_index(published)
+    changed_since = [f for f in named if f.pending_index and not store.clear_pending_index(f)]
+    if changed_since:  # published again since this index read it: its own request may have been merged away
+        request_index(pipeline, {"pending": generation}, f"pending|{generation}")
     if result.settling:  # named with their previous lastmods: name their own once the CDN cannot serve the old
         request_index(pipeline, {"settle": generation}, f"settle|{generation}")  # delayed by the lifetime
     # Files unnamed before, whose grace is over, are deleted by their sections (asked again after a crash).
