@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 
-from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name
+from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name, stdin_bytes
 
 
 def run_local(args: argparse.Namespace) -> int:
-    from sitemap_updater.local.runner import LocalRun, read_events_file
+    from sitemap_updater.local.runner import LocalRun, events_from_bytes
     from sitemap_updater.local.webhooks import sample_files, webhook_wave
     from sitemap_updater.service.webhooks import FUNCTIONS_DIR
 
@@ -51,7 +51,7 @@ def run_local(args: argparse.Namespace) -> int:
                 return status
         for path in args.events:
             try:
-                bodies = read_events_file(path)
+                bodies = events_from_bytes(stdin_bytes().read() if path == STDIN else path.read_bytes())
             except (OSError, ValueError) as exc:
                 print(f"sitemap-updater: cannot read {input_name(path)}: {exc}", file=sys.stderr)
                 return EXIT_USAGE

@@ -113,10 +113,10 @@ def test_an_import_from_standard_input_names_its_rejected_lines(
 
 def test_an_events_file_is_split_into_lines_as_build_splits_it(tmp_path: Path) -> None:
     # a title holding U+2028 stays one event; \r\n and \r end lines; blank lines are skipped
-    from sitemap_updater.local.runner import read_events_file
+    from sitemap_updater.local.runner import events_from_bytes
 
     body = json.dumps(event(f"{BASE}/blog/a", images=[{"loc": "https://cdn.example.com/a.jpg", "title": "x\u2028y"}]),
                       ensure_ascii=False)  # fmt: skip
     path = tmp_path / "wave.jsonl"
     path.write_bytes(f"{body}\r\n\n{json.dumps(event(f'{BASE}/blog/b'))}\r".encode())
-    assert read_events_file(path) == [body, json.dumps(event(f"{BASE}/blog/b"))]
+    assert events_from_bytes(path.read_bytes()) == [body, json.dumps(event(f"{BASE}/blog/b"))]

@@ -16,7 +16,6 @@ import itertools
 import json
 import logging
 import os
-import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -352,15 +351,9 @@ def _sqs_record(message: Any, arn: str) -> dict[str, Any]:
     }
 
 
-def read_events_file(path: Path) -> list[str]:
-    """Bodies from a JSON array file or a JSONL file (standard input for ``-``), each exactly as it will be sent.
-    Lines end at \n, \r\n or \r, as ``build`` and ``import`` read them (not at a U+2028 inside a string)."""
-    if str(path) == "-":
-        if sys.stdin is None or not hasattr(sys.stdin, "buffer"):
-            raise OSError("standard input cannot be read")
-        raw = sys.stdin.buffer.read()
-    else:
-        raw = path.read_bytes()
+def events_from_bytes(raw: bytes) -> list[str]:
+    """Bodies from the bytes of a JSON array or JSONL file, each exactly as it will be sent. Lines end at \n,
+    \r\n or \r, as ``build`` and ``import`` read them (not at a U+2028 inside a string)."""
     text = raw.decode("utf-8")
     stripped = text.lstrip()
     if stripped.startswith("["):
