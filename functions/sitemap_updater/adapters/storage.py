@@ -107,10 +107,10 @@ class SitemapBucket:
         """The snapshot kept beside file ``name``: (what it is the snapshot of, as written; its states); None when
         there is none. Snapshots live under ``_state/``, which CloudFront may not read."""
         data = self.read(snapshot_key(name))
-        end = -1 if data is None else data.find(b"\n", 0, _MAX_SNAPSHOT_ID + 1)
-        if data is None or end < 0:
+        if data is None:
             return None
-        return data[:end].decode("ascii"), zlib.decompress(data[end + 1 :])
+        end = data.find(b"\n", 0, _MAX_SNAPSHOT_ID + 1)
+        return None if end < 0 else (data[:end].decode("ascii"), zlib.decompress(data[end + 1 :]))
 
     def write_snapshot(self, name: str, snapshot_id: str, states: bytes) -> None:
         """Keep ``states`` (encoded page states) beside file ``name``, with what they are the snapshot of (an
