@@ -52,7 +52,7 @@ schema: venv
 
 demo: venv
 	rm -rf out/demo
-	$(BIN)/sitemap-updater local --site https://www.example.com \
+	$(BIN)/sitemap-updater local --site https://www.example.com --sections blog,news,products,videos \
 	    --events events/wave-1.jsonl --events events/wave-2.jsonl --events events/wave-2.jsonl \
 	    --webhooks events/webhooks/contentful/publish.json \
 	    --out out/demo --report out/demo-report.json --log out/demo-functions.log

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import sections, tools
-from bench.pages import write_pages
+from bench.pages import SECTIONS, write_pages
 from bench.tools import CACHE, SITE, Tool
 
 SIZES = (1_000, 10_000, 100_000)
@@ -38,8 +38,10 @@ def measure(events: int) -> LocalRun:
     """One wave of ``events`` upserts through the whole local pipeline, then a build of the same export."""
     export = write_pages(CACHE / f"pages-{events}.jsonl", events, SITE)
     cli = [sys.executable, "-m", "sitemap_updater.cli"]
-    local = Tool("local", [*cli, "local", "--site", SITE, "--events", "{events}", "--out", "{out}"], "")
-    build = Tool("build", [*cli, "build", "--site", SITE, "--events", "{events}", "--out", "{out}", "--quiet"], "")
+    declared = ["--sections", ",".join(SECTIONS)]  # the export's 8 sections, declared as a publisher would
+    local = Tool("local", [*cli, "local", "--site", SITE, "--events", "{events}", "--out", "{out}", *declared], "")
+    build_args = ["build", "--site", SITE, "--events", "{events}", "--out", "{out}", "--quiet", *declared]
+    build = Tool("build", [*cli, *build_args], "")
     with tempfile.TemporaryDirectory() as work:
         local_out, build_out = Path(work) / "local", Path(work) / "build"
         run = tools.measure(local, export, local_out)

@@ -25,14 +25,13 @@ def _one(size: int) -> dict[str, float]:
     warnings.simplefilter("ignore")
     from sitemap_updater.core.events import parse_event
     from sitemap_updater.core.reduce import state_from_event
-    from sitemap_updater.core.urls import Site
     from sitemap_updater.service.ingest import ingest, page_write
     from sitemap_updater.service.rebuild import DirtyMark, rebuild_section
     from tests.sim.world import Config, Simulation
 
     sim = Simulation(Config(0, max_urls=50_000))
     sim.s3.watch = lambda _name, _old, _new: None  # the simulation's invariant checks are not the rebuild's cost
-    pipeline, site = sim.pipeline, Site.parse(SITE)
+    pipeline, site = sim.pipeline, sim.pipeline.site
 
     def body(i: int, lastmod: str, version: int = 1) -> str:
         image = [{"loc": f"https://cdn.example.com/{i}.jpg"}] if i % 10 == 0 else []

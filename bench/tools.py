@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.pages import SECTIONS as PAGE_SECTIONS
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "bench" / ".cache"
 NODE_DIR = CACHE / "node"
@@ -57,7 +59,7 @@ def install() -> None:
 
 def tools(workers: int | None = None) -> list[Tool]:
     ours = [sys.executable, "-m", "sitemap_updater.cli", "build", "--site", SITE, "--events", "{events}"]
-    ours += ["--out", "{out}", "--quiet", "--as-of", "2026-11-21T12:00:00Z"]
+    ours += ["--out", "{out}", "--quiet", "--as-of", "2026-11-21T12:00:00Z", "--sections", ",".join(PAGE_SECTIONS)]
     node = ["node", str(NODE_DIR / "sitemapjs.mjs")]
     return [
         Tool("sitemap-updater build", ours, "validates every event, keeps every image, byte-stable"),

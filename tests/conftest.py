@@ -21,12 +21,16 @@ os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "sitemap-updater")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "SitemapUpdater")
 
 BASE = "https://www.example.com"
+# The tests' site gives every first path segment its own section (the Sections setting "*"), so that sections,
+# moves between them and their file names are exercised by the sample URLs; the default ("": every page in root)
+# has tests of its own.
+SECTIONS = "*"
 AS_OF_US = 1_795_262_400_000_000  # 2026-11-21T12:00:00Z
 
 
 @pytest.fixture
 def site() -> Site:
-    return Site.parse(BASE)
+    return Site.parse(BASE, sections=None)
 
 
 def event(url: Any = f"{BASE}/blog/a", **fields: Any) -> dict[str, Any]:
@@ -38,7 +42,7 @@ def event(url: Any = f"{BASE}/blog/a", **fields: Any) -> dict[str, Any]:
 
 def parse(body: dict[str, Any] | str, site: Site | None = None) -> PageEvent:
     raw = body if isinstance(body, str) else json.dumps(body)
-    return parse_event(raw, site or Site.parse(BASE)).event
+    return parse_event(raw, site or Site.parse(BASE, sections=None)).event
 
 
 @lru_cache(maxsize=100_000)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import shutil
 import sys
@@ -18,7 +19,7 @@ from sitemap_updater.core.errors import LimitExceeded
 from sitemap_updater.core.events import event_json_schema
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, INDEX_NAME, MAX_URLS_PER_FILE, Limits
-from sitemap_updater.core.urls import Site, UrlError
+from sitemap_updater.core.urls import Site, UrlError, parse_sections
 from sitemap_updater.service.adopt import MAX_FILE_BYTES, MAX_TOTAL_BYTES
 from sitemap_updater.service.build import MAX_REJECTED_SHARE, BuildRefused, BuildResult, build
 
@@ -65,6 +66,26 @@ def _site(value: str) -> Site:
         return Site.parse(value)
     except UrlError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _sections(value: str) -> str:
+    try:
+        parse_sections(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def _sections_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--sections",
+        type=_sections,
+        default="",
+        metavar="NAMES",
+        help=f"first path segments whose pages get files of their own, comma-separated (blog,news); the others, and "
+        f"every page by default, share the root section, split by key range; * gives every first segment its "
+        f"own files; an event's section field always wins ({what})",
+    )
 
 
 def _whole(value: str, highest: int | None = None) -> int:
@@ -147,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"refuse the build, leaving DIR as it was, when more than SHARE of the events are rejected "
         f"(default {MAX_REJECTED_SHARE * 100:.0f}%%; 0.25 and 25%% are the same; 1 refuses only when none is accepted)",
     )
+    _sections_option(b, "the stack parameter Sections")
     b.add_argument("--workers", type=_whole, default=None, metavar="N", help="processes to use (default: all cores)")
     b.add_argument("--quiet", action="store_true", help="print only the summary and rejected lines")
     loc = commands.add_parser(
@@ -209,6 +231,7 @@ def _parser() -> argparse.ArgumentParser:
     loc.add_argument(
         "--max-urls-per-file", type=_max_urls, default=None, metavar="N", help="the stack parameter MaxUrlsPerFile"
     )
+    _sections_option(loc, "the stack parameter Sections")
     loc.add_argument("--log", type=Path, metavar="FILE", help="write the functions' JSON logs here")
     loc.add_argument(
         "--indexnow-endpoint",
@@ -331,7 +354,7 @@ def _build_from(events: Path, name: str, args: argparse.Namespace) -> int:
         result = build(
             events,
             args.out,
-            args.site,
+            dataclasses.replace(args.site, sections=parse_sections(args.sections)),
             Limits(max_urls=args.max_urls_per_file),
             to_micros(as_of),
             workers=args.workers,

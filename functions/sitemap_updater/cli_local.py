@@ -36,7 +36,11 @@ def run_local(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     reports = []
     with LocalRun(
-        args.site.base_url, args.max_urls_per_file, args.endpoint_url, indexnow_endpoint=args.indexnow_endpoint
+        args.site.base_url,
+        args.max_urls_per_file,
+        args.endpoint_url,
+        indexnow_endpoint=args.indexnow_endpoint,
+        parameters={"Sections": args.sections} if args.sections else None,
     ) as run:
         where = run.endpoint_url or "moto in this process"
         print(f"local stack on {where}, created from template.yaml:")

@@ -8,11 +8,12 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE, Limits
-from sitemap_updater.core.urls import Site, UrlError
+from sitemap_updater.core.urls import Site, UrlError, parse_sections
 
 _ENV = {
     "site_url": "SITE_URL",
     "max_urls_per_file": "MAX_URLS_PER_FILE",
+    "sections": "SECTIONS",
     "manifest_table": "MANIFEST_TABLE",
     "bucket_name": "BUCKET_NAME",
     "rebuild_queue_url": "REBUILD_QUEUE_URL",
@@ -61,6 +62,8 @@ class Settings(BaseModel):
 
     site_url: Name
     max_urls_per_file: Annotated[int, Field(ge=1, le=MAX_URLS_PER_FILE)] = DEFAULT_URLS_PER_FILE
+    # First path segments whose pages get files of their own ("blog,news"; "*": every one); the rest are in root.
+    sections: str = ""
     manifest_table: Name
     bucket_name: Name
     rebuild_queue_url: Name
@@ -112,6 +115,12 @@ class Settings(BaseModel):
             raise ValueError(str(exc)) from exc
         return value
 
+    @field_validator("sections")
+    @classmethod
+    def _valid_sections(cls, value: str) -> str:
+        parse_sections(value)
+        return value
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Read settings from environment variables (``SITE_URL``, ``MANIFEST_TABLE``, ...)."""
@@ -124,7 +133,7 @@ class Settings(BaseModel):
 
     @property
     def site(self) -> Site:
-        return Site.parse(self.site_url)
+        return Site.parse(self.site_url, sections=parse_sections(self.sections))
 
     @property
     def property_url(self) -> str:

@@ -12,7 +12,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from sitemap_updater.local.runner import LocalRun
-from tests.conftest import AS_OF_US, BASE
+from tests.conftest import AS_OF_US, BASE, SECTIONS
 
 FIXED_NOW = datetime.fromtimestamp(AS_OF_US / 1_000_000, UTC)
 
@@ -35,9 +35,12 @@ def local_run(moto_endpoint: str, request: pytest.FixtureRequest) -> Iterator[Lo
     runs: list[LocalRun] = []
     counter = iter(range(1000))
 
-    def make(max_urls_per_file: int | None = None) -> LocalRun:
+    def make(max_urls_per_file: int | None = None, sections: str = SECTIONS) -> LocalRun:
         name = f"t{abs(hash(request.node.nodeid)) % 10**8}-{next(counter)}"
-        run = LocalRun(BASE, max_urls_per_file, moto_endpoint, clock=lambda: FIXED_NOW, name=name)
+        parameters = {"Sections": sections} if sections else None
+        run = LocalRun(
+            BASE, max_urls_per_file, moto_endpoint, clock=lambda: FIXED_NOW, name=name, parameters=parameters
+        )
         runs.append(run)
         return run
 

@@ -110,7 +110,7 @@ def url(path: str, lastmod: str | None = "2026-11-02", extra: str = "") -> str:
 
 
 def adopt(location: str, max_total_bytes: int = MAX_TOTAL_BYTES) -> tuple[list[dict[str, Any]], Adoption]:
-    adoption = Adoption(Site.parse(BASE), max_total_bytes=max_total_bytes)
+    adoption = Adoption(Site.parse(BASE, sections=None), max_total_bytes=max_total_bytes)
     return [json.loads(body) for body in adoption.events(location)], adoption
 
 
@@ -243,7 +243,7 @@ def test_a_lastmod_in_the_future_is_kept_but_never_makes_a_real_change_stale(
     # Given a sitemap whose generator wrote a lastmod a month ahead of the adoption
     path = tmp_path / "sitemap.xml"
     path.write_bytes(urlset(url("/blog/ahead", lastmod="2026-12-21T12:00:00Z")))
-    adoption = Adoption(Site.parse(BASE), now=FIXED_NOW)
+    adoption = Adoption(Site.parse(BASE, sections=None), now=FIXED_NOW)
     events = [json.loads(body) for body in adoption.events(str(path))]
     # Then the lastmod is kept, and the page's changes are not ordered by it (with a warning saying so)
     assert events[0]["lastmod"] == "2026-12-21T12:00:00Z" and events[0]["occurred_at"] == UNKNOWN_TIME
@@ -499,3 +499,13 @@ def test_a_file_that_is_no_sitemap_is_named_with_its_reason(tmp_path: Path, cont
     path.write_bytes(content)
     events, adoption = adopt(str(path))
     assert events == [] and adoption.problems == [f"{path}: {reason}"]
+
+
+def test_adopted_pages_take_the_importing_stacks_sections(web: Web) -> None:
+    # Given a sitemap of pages in two directories, adopted by a site whose setting gives one a section
+    web.replies["/sitemap.xml"] = Reply(urlset(url("/blog/a"), url("/people/alice/b")))
+    adoption = Adoption(Site.parse(BASE, sections=frozenset({"blog"})))
+    events = [json.loads(body) for body in adoption.events(web.url("/sitemap.xml"))]
+    # Then the events name no section: the stack they are imported into decides by its own setting
+    assert [e["url"] for e in events] == [f"{BASE}/blog/a", f"{BASE}/people/alice/b"]
+    assert all("section" not in e for e in events)

@@ -34,7 +34,7 @@ def test_every_one_line_case_is_rejected_on_its_line_and_the_rest_is_built(tmp_p
     source = tmp_path / "events.jsonl"
     source.write_bytes(b"\n".join(lines) + b"\n")
     # When it is built
-    result = build(source, tmp_path / "out", Site.parse(BASE), Limits(), AS_OF_US, workers=1)
+    result = build(source, tmp_path / "out", Site.parse(BASE, sections=None), Limits(), AS_OF_US, workers=1)
     # Then exactly the bad lines are rejected, each with a reason naming its field
     reasons = {r.line: r.reason for r in result.rejections}
     assert set(reasons) == set(bad_lines)

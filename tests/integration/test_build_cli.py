@@ -17,7 +17,7 @@ from lxml import etree
 
 from sitemap_updater.cli import main
 from sitemap_updater.core.sharding import MAX_BYTES_PER_FILE, Limits
-from tests.conftest import BASE, event, reference_site
+from tests.conftest import BASE, SECTIONS, event, reference_site
 
 ROOT = Path(__file__).resolve().parents[2]
 XSD_VALIDATE = ROOT.parent / "shared" / "xsd" / "validate.py"
@@ -36,7 +36,11 @@ def write_jsonl(path: Path, bodies: list[dict[str, Any]], extra_lines: tuple[str
 
 
 def run_build(events: Path, out: Path, *extra: str) -> int:
-    return main(["build", "--site", BASE, "--events", str(events), "--out", str(out), "--as-of", AS_OF, *extra])
+    """``build`` with the tests' Sections setting (every first segment) unless ``extra`` gives one."""
+    sections = () if "--sections" in extra else ("--sections", SECTIONS)
+    return main(
+        ["build", "--site", BASE, "--events", str(events), "--out", str(out), "--as-of", AS_OF, *sections, *extra]
+    )
 
 
 def cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
@@ -328,7 +332,8 @@ def test_an_export_piped_to_standard_input_builds_what_the_file_builds(
     from_file = capsys.readouterr().err.replace(str(SAMPLE), "<stdin>")
     # When it is piped to `build --events -`
     out = tmp_path / "out"
-    run = cli("build", "--site", BASE, "--events", "-", "--out", str(out), "--as-of", AS_OF, stdin=SAMPLE.read_bytes())
+    argv = ("build", "--site", BASE, "--events", "-", "--out", str(out), "--as-of", AS_OF, "--sections", SECTIONS)
+    run = cli(*argv, stdin=SAMPLE.read_bytes())
     # Then the same files are written and the same lines rejected, named as lines of <stdin>
     assert run.returncode == 0, run.stderr
     assert published(out) == published(sample_out)
@@ -379,3 +384,40 @@ def test_build_prints_the_robots_txt_line_of_the_index(tmp_path: Path, capsys: p
     export = write_jsonl(tmp_path / "events.jsonl", [event(f"{BASE}/blog/a")])
     assert run_build(export, tmp_path / "out", "--quiet") == 0
     assert f"\nSitemap: {BASE}/sitemap.xml\n" in capsys.readouterr().out
+
+
+def test_50001_distinct_first_segments_build_into_a_few_files_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given 50,001 user profiles, each under a first path segment of its own
+    export = write_jsonl(tmp_path / "users.jsonl", [event(f"{BASE}/user-{n}/profile") for n in range(50_001)])
+    # When they are built with the default Sections setting
+    out = tmp_path / "out"
+    assert run_build(export, out, "--sections", "", "--quiet") == 0
+    # Then they share a handful of root files (split by key range), each page listed once
+    files = [p for p in out.iterdir() if p.name != "sitemap.xml"]
+    assert 6 <= len(files) <= 8
+    assert all(p.name.startswith("sitemap-root-") for p in files)
+    assert sum(gzip.decompress(p.read_bytes()).count(b"<url>") for p in files) == 50_001
+    # And naming some of them gives those their own files, the rest staying in root
+    named = tmp_path / "named"
+    assert run_build(export, named, "--sections", "user-1,user-2", "--quiet") == 0
+    names = {p.name for p in named.iterdir()}
+    assert {"sitemap-user-1-00000000.xml.gz", "sitemap-user-2-00000000.xml.gz"} <= names
+    capsys.readouterr()
+
+
+def test_every_first_segment_its_own_section_stops_at_the_index_limit_with_advice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given more sections than an index may name files (the limit lowered to keep the test small)
+    monkeypatch.setattr("sitemap_updater.core.render.MAX_FILES_PER_INDEX", 3)
+    export = write_jsonl(tmp_path / "users.jsonl", [event(f"{BASE}/user-{n}/profile") for n in range(4)])
+    out = tmp_path / "out"
+    # When each first segment gets its own files
+    assert run_build(export, out, "--sections", "*", "--workers", "1") == 1
+    # Then nothing is written and the reason says which settings would help
+    err = capsys.readouterr().err
+    assert "4 sitemap files exceed the index limit of 3" in err
+    assert "--sections" in err and "--max-urls-per-file" in err
+    assert not out.exists() or not any(out.iterdir())

@@ -16,7 +16,7 @@ from sitemap_updater.local.runner import LocalContext, LocalRun
 from sitemap_updater.service.ingest import ingest
 from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.service.sweep import sweep
-from tests.conftest import BASE, event
+from tests.conftest import BASE, SECTIONS, event
 from tests.integration.conftest import FIXED_NOW, LocalRunFactory, bodies
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -62,7 +62,9 @@ def test_a_change_whose_rebuild_was_never_queued_is_recovered(local_run: LocalRu
 
 def test_news_older_than_two_days_leaves_the_file_after_upkeep(moto_endpoint: str) -> None:
     now = [FIXED_NOW]
-    with LocalRun(BASE, None, moto_endpoint, clock=lambda: now[0], name="news-sweep") as run:
+    with LocalRun(
+        BASE, None, moto_endpoint, clock=lambda: now[0], name="news-sweep", parameters={"Sections": SECTIONS}
+    ) as run:
         news = {
             "publication_name": "Example Times",
             "publication_language": "en",

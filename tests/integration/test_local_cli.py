@@ -28,7 +28,8 @@ def test_a_local_run_copies_what_a_crawler_can_read_and_replaces_only_its_own_fi
     (out / "robots.txt").write_text("User-agent: *\n", encoding="utf-8")  # the user's own file
     first = _events(tmp_path / "first.jsonl", 3)
     # When a wave runs and is copied out
-    assert main(["local", "--site", BASE, "--events", str(first), "--out", str(out)]) == 0
+    sections = ["--sections", "blog,docs"]
+    assert main(["local", "--site", BASE, "--events", str(first), "--out", str(out), *sections]) == 0
     printed = capsys.readouterr().out
     # Then the resources created are named, and out/ holds the index, the file and the key file, no snapshot
     assert "ManifestTable: " in printed and "IngestQueue: https://" in printed
@@ -42,7 +43,7 @@ def test_a_local_run_copies_what_a_crawler_can_read_and_replaces_only_its_own_fi
     ]
     # When a later run publishes another section only, the earlier files it no longer has are removed
     second = _events(tmp_path / "second.jsonl", 2, section="docs")
-    assert main(["local", "--site", BASE, "--events", str(second), "--out", str(out)]) == 0
+    assert main(["local", "--site", BASE, "--events", str(second), "--out", str(out), *sections]) == 0
     names = sorted(p.name for p in out.iterdir())
     assert "sitemap-docs-00000000.xml.gz" in names and "sitemap-blog-00000000.xml.gz" not in names
     # And the user's own file is untouched
@@ -81,7 +82,8 @@ def test_a_wave_can_be_read_from_standard_input(
     _stdin(monkeypatch, _events(tmp_path / "wave.jsonl", 2, section="docs").read_text(encoding="utf-8"))
     after = _events(tmp_path / "after.jsonl", 1, section="news")
     out = tmp_path / "out"
-    assert main(["local", "--site", BASE, "--events", "-", "--events", str(after), "--out", str(out)]) == 0
+    argv = ["local", "--site", BASE, "--events", "-", "--events", str(after), "--out", str(out)]
+    assert main([*argv, "--sections", "docs,news"]) == 0
     printed = capsys.readouterr().out
     assert "wave 1 (<stdin>): 2 accepted" in printed and f"wave 2 ({after}): 1 accepted" in printed
     assert {"sitemap-docs-00000000.xml.gz", "sitemap-news-00000000.xml.gz"} <= {p.name for p in out.iterdir()}

@@ -200,3 +200,17 @@ def test_a_forced_race_never_publishes_older_bytes_over_newer(local_run: LocalRu
     # Then the held, older rebuild does not overwrite the newer bytes
     xml = gzip.decompress(run.published()["sitemap-blog-00000000.xml.gz"])
     assert b"2026-11-03" in xml
+
+
+def test_many_distinct_first_segments_share_a_few_files_by_default(local_run: LocalRunFactory) -> None:
+    # Given a stack with the default Sections setting (every page in root) and files of at most 100 URLs
+    run = local_run(max_urls_per_file=100, sections="")
+    # When 400 profiles arrive, each under a first path segment of its own
+    profiles = [event(f"{BASE}/user-{n}/profile", version=1) for n in range(400)]
+    run.send_wave(bodies(profiles))
+    published = run.published()
+    # Then they share a handful of root files split by key range (not 400 files), each page listed once
+    files = [name for name in published if name != "sitemap.xml"]
+    assert 4 <= len(files) <= 8 and all(name.startswith("sitemap-root-") for name in files)
+    assert sum(gzip.decompress(published[name]).count(b"<url>") for name in files) == 400
+    assert_index_names_only_existing_files(published)

@@ -170,6 +170,7 @@ def test_every_function_runs_from_the_built_package(
     webhooks = secrets.create_secret(Name="package-test-webhooks", SecretString=json.dumps({"generic": KEY}))["ARN"]
     parameters = {"SiteUrl": base, "IndexNowKey": KEY, "SearchConsoleSecretArn": secret_arn, "RobotsCheck": "true"}
     parameters["WebhookSecretArn"] = webhooks
+    parameters["Sections"] = "blog"  # a setting other than the default, read from the environment as deployed
     parameters["CdnMaxAgeSeconds"] = "0"  # no CDN here: the index queue need not wait out a cache lifetime
     stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-test")
     env = {

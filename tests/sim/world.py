@@ -30,7 +30,7 @@ from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.settings import Settings
 from tests import oracle
-from tests.conftest import AS_OF_US, BASE
+from tests.conftest import AS_OF_US, BASE, SECTIONS
 from tests.sim.events import REFUSED_URL, Events, generate
 from tests.sim.fakes import FakeIndexNow, FakeS3, FakeStore, Message, S3Object, SimQueue, SimQueueState
 from tests.sim.oracle import expected_site
@@ -186,7 +186,9 @@ class Simulation:
             if policy:
                 self.queues[logical].dead_letter = self.queues[policy["deadLetterTargetArn"]["Fn::GetAtt"][0]]
         params = {key: str(spec.get("Default", "")) for key, spec in template.get("Parameters", {}).items()}
-        params.update(SiteUrl=BASE, MaxUrlsPerFile=str(self.max_urls), IndexNowKey="sim-indexnow-key-0001")
+        params.update(
+            SiteUrl=BASE, MaxUrlsPerFile=str(self.max_urls), IndexNowKey="sim-indexnow-key-0001", Sections=SECTIONS
+        )
         variables = template["Globals"]["Function"]["Environment"]["Variables"]
         env = {key: _resolve(value, params, physical) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")

@@ -21,7 +21,7 @@ from tests.sim.fixed import run_fixed
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_events"
 EXPECTED: dict[str, str] = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))
-SITE = Site.parse(BASE)
+SITE = Site.parse(BASE, sections=None)
 
 
 def test_the_corpus_has_at_least_150_cases() -> None:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from sitemap_updater.core.entry import Entry, default_section, entry_from_event
+from sitemap_updater.core.entry import Entry, entry_from_event
 from sitemap_updater.core.errors import LimitExceeded
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.layout import plan_section
@@ -19,10 +19,10 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.reduce import reduce_states, state_from_event
 from sitemap_updater.core.render import render_urlset
 from sitemap_updater.core.sharding import KeyRange, Limits, plan_ranges, section_slug
-from sitemap_updater.core.urls import Site, canonical_media_url, canonical_page_url
+from sitemap_updater.core.urls import Site, canonical_media_url, canonical_page_url, first_segment
 from tests.conftest import AS_OF_US, BASE, event, parse
 
-SITE = Site.parse(BASE)
+SITE = Site.parse(BASE, sections=None)
 # The largest file head (every namespace) and the closing tag, written out by hand.
 MAX_HEAD = (
     '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -92,9 +92,9 @@ def test_a_file_s_digest_is_the_sha256_of_its_xml() -> None:
     assert (rendered.xml_bytes, rendered.url_count) == (len(xml), 3)
 
 
-def test_a_default_section_is_the_decoded_first_segment() -> None:
-    assert default_section(f"{BASE}/caf%C3%A9/x") == "café"
-    assert default_section(f"{BASE}/blog/x") == "blog"
+def test_a_first_segment_is_decoded() -> None:
+    assert first_segment(f"{BASE}/caf%C3%A9/x") == "café"
+    assert first_segment(f"{BASE}/blog/x") == "blog"
 
 
 def test_urls_with_dot_segments_or_trailing_characters() -> None:

@@ -12,7 +12,7 @@ from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site
 from tests.conftest import BASE, event, parse
 
-SITE = Site.parse(BASE)
+SITE = Site.parse(BASE, sections=None)
 _VIDEO = {"thumbnail_loc": f"{BASE}/t.jpg", "title": "t", "description": "d", "content_loc": f"{BASE}/v.mp4"}
 _NEWS = {"publication_name": "P", "publication_language": "en", "publication_date": "2026-11-20", "title": "T"}
 

@@ -19,13 +19,15 @@ from sitemap_updater.core.urls import Site
 
 SITE = Site.parse("https://www.example.com")
 BASE = "https://www.example.com"
+# The Sections setting: the default (every page in root), some first segments named, every first segment.
+SITES = [SITE, Site.parse(BASE, sections=frozenset({"blog", "a", "über", "%7Euser"})), Site.parse(BASE, sections=None)]
 BAD_EVENTS = Path(__file__).resolve().parents[1] / "data" / "bad_events"
 
 
-def model_record(raw: bytes) -> tuple[int, bytes] | str:
+def model_record(raw: bytes, site: Site = SITE) -> tuple[int, bytes] | str:
     """What the contract (pydantic) path makes of a line: a record, or why the fast path must not take it."""
     try:
-        parsed = parse_event(raw, SITE)
+        parsed = parse_event(raw, site)
     except EventRejected:
         return "rejected"
     if parsed.warnings or parsed.unknown_fields:
@@ -171,15 +173,17 @@ def events(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(body=events(), ascii_only=st.booleans())
-def test_the_fast_path_makes_the_model_paths_record_or_steps_aside(body: dict[str, Any], ascii_only: bool) -> None:
-    # Given any event, valid or not, in any shape
+@given(body=events(), ascii_only=st.booleans(), site=st.sampled_from(SITES))
+def test_the_fast_path_makes_the_model_paths_record_or_steps_aside(
+    body: dict[str, Any], ascii_only: bool, site: Site
+) -> None:
+    # Given any event, valid or not, in any shape, and a site with any Sections setting
     raw = json.dumps(body, ensure_ascii=ascii_only).encode()
     # When the fast path reads it
-    fast = LineParser(SITE).record(raw)
+    fast = LineParser(site).record(raw)
     # Then it either declines or makes, byte for byte, the record of the model path
     if fast is not None:
-        assert fast == model_record(raw)
+        assert fast == model_record(raw, site)
 
 
 @pytest.mark.parametrize(
@@ -209,14 +213,15 @@ def test_the_fast_path_makes_the_model_paths_record_or_steps_aside(body: dict[st
         {"type": "delete", "url": f"{BASE}/blog/a", "occurred_at": "2026-11-20T10:00:00Z", "version": 9},
     ],
 )
-def test_events_of_the_common_shape_take_the_fast_path(body: dict[str, Any]) -> None:
+@pytest.mark.parametrize("site", SITES, ids=["default", "named", "every"])
+def test_events_of_the_common_shape_take_the_fast_path(body: dict[str, Any], site: Site) -> None:
     # Given a plain, valid event of the shapes a CMS export is made of
     raw = json.dumps(body, ensure_ascii=False).encode()
     # When the fast path reads it
-    fast = LineParser(SITE).record(raw)
+    fast = LineParser(site).record(raw)
     # Then it makes the record itself, the same as the model path
     assert fast is not None
-    assert fast == model_record(raw)
+    assert fast == model_record(raw, site)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in BAD_EVENTS.iterdir()))

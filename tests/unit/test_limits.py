@@ -18,7 +18,7 @@ from sitemap_updater.core.sharding import KEY_SPACE, Limits, plan_ranges
 from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
 from tests.conftest import AS_OF_US, BASE, event, parse
 
-SITE = Site.parse(BASE)
+SITE = Site.parse(BASE, sections=None)
 BODY_LIMIT = 262_144  # SQS's message size
 FILE_BYTES = 52_428_800
 CDN = "https://cdn.example.com/"

@@ -23,7 +23,7 @@ from sitemap_updater.service.adopt import Adoption
 from sitemap_updater.service.adopt_fields import page_event
 from tests.conftest import BASE
 
-SITE = Site.parse(BASE)
+SITE = Site.parse(BASE, sections=None)
 SM = "http://www.sitemaps.org/schemas/sitemap/0.9"
 DECLARE = (
     f'xmlns="{SM}" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" '

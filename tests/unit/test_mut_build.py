@@ -16,7 +16,7 @@ from sitemap_updater.service import build as build_module
 from sitemap_updater.service.build import build
 from tests.conftest import AS_OF_US, BASE, event, reference_site
 
-SITE = Site.parse(BASE)
+SITE = Site.parse(BASE, sections=None)
 
 
 def _write(path: Path, lines: list[str]) -> Path:

@@ -29,7 +29,7 @@ from sitemap_updater.service.rebuild import DirtyMark, MarkBatch, cleanup_mark, 
 from sitemap_updater.service.sweep import sweep
 from sitemap_updater.settings import Settings
 from tests import oracle
-from tests.conftest import AS_OF_US, BASE, event, parse
+from tests.conftest import AS_OF_US, BASE, SECTIONS, event, parse
 from tests.sim.fakes import FakeS3, FakeStore, SimQueue, SimQueueState
 from tests.sim.scheduler import Clock, Faults, Scheduler
 
@@ -52,7 +52,7 @@ class Stack:
         names = ("rebuild", "index", "notify", "dlq")
         self.queues = {name: SimQueueState(name, name != "dlq", 30.0, None) for name in names}
         settings = Settings(
-            site_url=BASE, max_urls_per_file=max_urls, manifest_table="t", bucket_name="b",
+            site_url=BASE, sections=SECTIONS, max_urls_per_file=max_urls, manifest_table="t", bucket_name="b",
             rebuild_queue_url="rebuild", index_queue_url="index", notify_queue_url="notify", ingest_dlq_url="dlq",
         )  # fmt: skip
 

@@ -21,7 +21,7 @@ from tests.conftest import BASE, event, parse
 from tests.sim.dynamo import check_item, check_key
 from tests.sim.fixed import run_fixed
 
-SITE = Site.parse(BASE)
+SITE = Site.parse(BASE, sections=None)
 PARTITION_KEY, SORT_KEY, ITEM = 2048, 1024, 400 * 1024  # DynamoDB's documented limits, in bytes
 ENTRY_BUDGET = 400_000  # what the README promises one page's rendered entry may take
 

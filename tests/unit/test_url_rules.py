@@ -9,7 +9,7 @@ from sitemap_updater.core.text import check_xml_text, forbidden_character
 from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
 
 BASE = "https://www.example.com"
-SITE = Site.parse(BASE)
+SITE = Site.parse(BASE, sections=None)
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitemap_updater.core import urls
-from sitemap_updater.core.entry import ROOT_SECTION, default_section
-from sitemap_updater.core.urls import MAX_URL_LENGTH, Site, UrlError, canonical_media_url, canonical_page_url
+from sitemap_updater.core.urls import (
+    MAX_URL_LENGTH,
+    ROOT_SECTION,
+    Site,
+    UrlError,
+    canonical_media_url,
+    canonical_page_url,
+    first_segment,
+)
 
 SITE = Site.parse("https://www.example.com")
 
@@ -218,11 +225,11 @@ def _section_by_parsing(url: str) -> str:
 
 @settings(max_examples=2000, deadline=None)
 @given(tail=URL_PIECES)
-def test_the_default_section_is_the_first_of_several_path_segments(tail: str) -> None:
+def test_the_first_segment_is_the_first_of_several_path_segments(tail: str) -> None:
     # Given a canonical page URL
     try:
         url = canonical_page_url("https://www.example.com/" + tail, SITE)
     except UrlError:
         return
-    # Then its default section is the first path segment when more follow it, else root
-    assert default_section(url) == _section_by_parsing(url)
+    # Then its first segment is the first path segment when more follow it, else root
+    assert first_segment(url) == _section_by_parsing(url)

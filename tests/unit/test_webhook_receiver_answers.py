@@ -43,7 +43,7 @@ class BrokenDocuments:
 
 def _receiver(queue: Queue, documents: Any = None) -> WebhookReceiver:
     return WebhookReceiver(
-        Site.parse(BASE), load_mapping("webhook-mapping.json"), Secrets(), queue, documents=documents
+        Site.parse(BASE, sections=None), load_mapping("webhook-mapping.json"), Secrets(), queue, documents=documents
     )
 
 

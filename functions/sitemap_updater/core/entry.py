@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, NamedTuple
-from urllib.parse import unquote
 
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.moments import to_micros
@@ -19,7 +18,6 @@ FLAG_VIDEO = 2
 FLAG_NEWS = 4
 FLAG_XHTML = 8
 URL_CLOSE = b"</url>\n"
-ROOT_SECTION = "root"
 # The most one page's rendered ``<url>`` element (with its news) may take. Its manifest item holds it with the
 # URL (2,047 bytes at most), the section (400), a 62-byte record head and keys of at most 2,048 + 1,024
 # bytes: 405,581 bytes in all, under DynamoDB's item limit of 400 KB (409,600 bytes; "Constraints in Amazon
@@ -52,17 +50,6 @@ class Entry(NamedTuple):
     @property
     def sort_key(self) -> tuple[int, str]:
         return (self.key, self.url)
-
-
-def default_section(url: str) -> str:
-    """The first path segment when more segments follow it (``/blog/x`` -> ``blog``), else ``root``."""
-    path_start = url.find("/", url.find("//") + 2)
-    if path_start < 0:
-        return ROOT_SECTION
-    first, slash, _rest = url[path_start + 1 :].partition("/")
-    if not (slash and first) or "?" in first:  # a query before the second slash: a page at the root
-        return ROOT_SECTION
-    return unquote(first) if "%" in first else first
 
 
 def w3c(value: date | datetime) -> str:
@@ -194,7 +181,7 @@ def entry_from_event(event: PageEvent) -> Entry:
     return Entry(
         url=event.url,
         key=page_key(event.url),
-        section=event.section if event.section is not None else default_section(event.url),
+        section=event.page_section,
         lastmod_us=0 if lastmod is None else moment_micros(lastmod),
         body="".join(out).encode(),
         news=news,

@@ -25,7 +25,7 @@ from sitemap_updater.core.entry import check_entry_size, entry_from_event
 from sitemap_updater.core.errors import EventRejected, Oversized
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.text import check_xml_text
-from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
+from sitemap_updater.core.urls import ROOT_SECTION, Site, UrlError, canonical_media_url, canonical_page_url
 
 TYPE_ALIASES = {
     "upsert": "upsert",
@@ -229,6 +229,19 @@ class PageEvent(_Model):
         if not in_window(value):
             raise ValueError(f"out of range: must be {WINDOW_TEXT}")
         return value
+
+    @model_validator(mode="after")
+    def _site_section(self, info: ValidationInfo) -> PageEvent:
+        """An event without a section gets the one the site's ``Sections`` setting gives its URL."""
+        context = info.context
+        if self.section is None and isinstance(context, dict) and isinstance(context.get("site"), Site):
+            self.__dict__["section"] = context["site"].section_of(self.url)  # frozen: set once, while validating
+        return self
+
+    @property
+    def page_section(self) -> str:
+        """The page's section: named by the event, else given by the site's setting when it was validated."""
+        return ROOT_SECTION if self.section is None else self.section
 
     @property
     def no_lastmod(self) -> bool:

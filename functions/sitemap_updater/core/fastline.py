@@ -20,9 +20,7 @@ from pydantic_core import core_schema as cs
 from sitemap_updater.core.entry import (
     FLAG_IMAGE,
     MAX_ENTRY_BYTES,
-    ROOT_SECTION,
     URL_CLOSE,
-    default_section,
     image_element,
     moment_micros,
     url_open,
@@ -41,7 +39,7 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.records import encode_record
 from sitemap_updater.core.sharding import url_bytes_key
 from sitemap_updater.core.text import forbidden_character
-from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
+from sitemap_updater.core.urls import ROOT_SECTION, Site, UrlError, canonical_media_url, canonical_page_url
 
 _CACHE_LIMIT = 65_536
 # The date-time shapes both readers take the same way: seconds, up to six fraction digits, Z or +hh:mm.
@@ -89,6 +87,7 @@ class LineParser:
 
     def __init__(self, site: Site) -> None:
         self._site = site
+        self._sections = site.sections
         self._path_at = len(site.base_url) + 1  # where the path of a URL on the site starts, after its "/"
         self._moments: dict[str, tuple[int, str] | None] = {}  # occurred_at -> (micros, W3C text)
         self._lastmods: dict[str, tuple[int, str] | None] = {}  # lastmod -> (micros, W3C text)
@@ -104,10 +103,11 @@ class LineParser:
         kind = TYPE_ALIASES.get(data["type"])
         url = data["url"]
         if self._site.is_canonical(url):
-            # default_section of a URL with no escape: the first of several path segments (none before a query)
+            # Site.section_of a URL with no escape: the first of several path segments (none before a query) when
+            # the Sections setting names it
             slash = url.find("/", self._path_at)
             segment = url[self._path_at : slash] if slash > self._path_at else ROOT_SECTION
-            if "?" in segment:
+            if "?" in segment or (self._sections is not None and segment not in self._sections):
                 segment = ROOT_SECTION
         else:
             url = self._canonical(url)
@@ -129,7 +129,7 @@ class LineParser:
         priority = data.get("priority")
         section = data.get("section")
         if section is None:
-            section = default_section(url) if segment is None else segment
+            section = self._site.section_of(url) if segment is None else segment
         elif forbidden_character(section) is not None:
             return None
         parts = _image_parts(data["images"]) if "images" in data else []

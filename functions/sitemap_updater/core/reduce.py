@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from sitemap_updater.core.entry import Entry, default_section, entry_from_event, moment_micros
+from sitemap_updater.core.entry import Entry, entry_from_event, moment_micros
 from sitemap_updater.core.layout import Tombstone
 from sitemap_updater.core.sharding import page_key
 
@@ -61,8 +61,7 @@ def state_from_event(event: PageEvent) -> PageState:
     """The page state an accepted event asks for."""
     if event.type == "upsert":
         return PageState(event.url, event.order, entry_from_event(event), None)
-    section = event.section if event.section is not None else default_section(event.url)
-    tomb = Tombstone(event.url, page_key(event.url), section, moment_micros(event.occurred_at))
+    tomb = Tombstone(event.url, page_key(event.url), event.page_section, moment_micros(event.occurred_at))
     return PageState(event.url, event.order, None, tomb)
 
 

@@ -140,8 +140,9 @@ def render_index(base_url: str, items: Iterable[IndexItem]) -> bytes:
     ordered = sorted(items)
     if len(ordered) > MAX_FILES_PER_INDEX:
         raise LimitExceeded(
-            f"{len(ordered):,} sitemap files exceed the index limit of {MAX_FILES_PER_INDEX:,}; "
-            "raise --max-urls-per-file"
+            f"{len(ordered):,} sitemap files exceed the index limit of {MAX_FILES_PER_INDEX:,}; name fewer "
+            "sections (the Sections setting, --sections, or fewer distinct section fields in the events) or raise "
+            "the URLs per file (MaxUrlsPerFile, --max-urls-per-file)"
         )
     parts = [XML_DECLARATION, f'<sitemapindex xmlns="{SITEMAP_NS}">\n'.encode()]
     parts += [

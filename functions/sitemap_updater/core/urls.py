@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import idna
 
@@ -13,6 +13,9 @@ from sitemap_updater.core.text import forbidden_character
 MAX_URL_LENGTH = 2047  # sitemaps.org: "less than 2,048 characters"
 DEFAULT_SESSION_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+ROOT_SECTION = "root"
+EVERY_SEGMENT = "*"
+MAX_SECTION_LENGTH = 100
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _SUB_DELIMS = "!$&'()*+,;="
@@ -57,13 +60,44 @@ def _host_as_written(parts: SplitResult) -> str:
     return hostinfo.partition(":")[0]
 
 
+def first_segment(url: str) -> str:
+    """The decoded first path segment when more segments follow it (``/blog/x`` -> ``blog``), else ``root``."""
+    path_start = url.find("/", url.find("//") + 2)
+    if path_start < 0:
+        return ROOT_SECTION
+    first, slash, _rest = url[path_start + 1 :].partition("/")
+    if not (slash and first) or "?" in first:  # a query before the second slash: a page at the root
+        return ROOT_SECTION
+    return unquote(first) if "%" in first else first
+
+
+def parse_sections(text: str) -> frozenset[str] | None:
+    """The ``Sections`` setting: first path segments, comma-separated, that get files of their own (``blog,news``);
+    ``*`` gives every first segment its own files; empty, none does. None stands for ``*``."""
+    text = text.strip()
+    if text == EVERY_SEGMENT:
+        return None
+    names = [name.strip() for name in text.split(",")] if text else []
+    for name in names:
+        if not name or len(name) > MAX_SECTION_LENGTH or any(c in name for c in "/?#*") or not name.isprintable():
+            raise ValueError(
+                f"section {name!r}: a section is a first path segment as it reads decoded (1 to "
+                f"{MAX_SECTION_LENGTH} printable characters, no / ? # or *), or the whole setting is *"
+            )
+    return frozenset(names)
+
+
 @dataclass(frozen=True, slots=True)
 class Site:
-    """The site whose sitemaps we publish: one canonical scheme and host (with port if not default)."""
+    """The site whose sitemaps we publish: one canonical scheme and host (with port if not default), and the
+    first path segments whose pages get files of their own (``sections``; None: every first segment). A page
+    whose event names no section is in its first segment's section when that segment is one of them, else in
+    ``root``: so the number of sections, and of files, is bounded by the setting, whatever the URLs' shapes."""
 
     scheme: str
     netloc: str
     session_params: frozenset[str] = field(default=DEFAULT_SESSION_PARAMS)
+    sections: frozenset[str] | None = frozenset()
     _canonical: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _canonical_query: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
@@ -73,6 +107,11 @@ class Site:
         object.__setattr__(self, "_canonical", re.compile(rf"{prefix}{_CLEAN_PATH.pattern}"))
         with_query = rf"{prefix}{_CLEAN_PATH.pattern}\?({_NON_EMPTY_QUERY})"
         object.__setattr__(self, "_canonical_query", re.compile(with_query))
+
+    def section_of(self, url: str) -> str:
+        """The section of a canonical page URL whose event names none."""
+        segment = first_segment(url)
+        return segment if self.sections is None or segment in self.sections else ROOT_SECTION
 
     def is_canonical(self, url: str) -> bool:
         """True when ``url`` is on this site and needs no change at all (checked without parsing)."""
@@ -87,7 +126,9 @@ class Site:
         return not any(pair.split("=", 1)[0].lower() in names for pair in match.group(1).split("&"))
 
     @classmethod
-    def parse(cls, base_url: str, session_params: frozenset[str] | None = None) -> Site:
+    def parse(
+        cls, base_url: str, session_params: frozenset[str] | None = None, sections: frozenset[str] | None = frozenset()
+    ) -> Site:
         """Build a Site from ``https://www.example.com`` (no path, query, fragment or user info)."""
         parts = urlsplit(base_url.strip())
         if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
@@ -96,7 +137,7 @@ class Site:
             raise UrlError(f"site {base_url!r} must be a scheme and host only, without path or query")
         netloc = _netloc(parts, normalise_host(_host_as_written(parts)))
         params = DEFAULT_SESSION_PARAMS if session_params is None else session_params
-        return cls(parts.scheme, netloc, frozenset(p.lower() for p in params))
+        return cls(parts.scheme, netloc, frozenset(p.lower() for p in params), sections)
 
     @property
     def base_url(self) -> str:
