@@ -24,9 +24,10 @@ def _rss_mb() -> float:
 def _one(size: int) -> dict[str, float]:
     warnings.simplefilter("ignore")
     from sitemap_updater.core.events import parse_event
+    from sitemap_updater.core.messages import DirtyMark, read_rebuild_request
     from sitemap_updater.core.reduce import state_from_event
     from sitemap_updater.service.ingest import ingest, page_write
-    from sitemap_updater.service.rebuild import DirtyMark, rebuild_section
+    from sitemap_updater.service.rebuild import rebuild_section
     from tests.sim.world import Config, Simulation
 
     sim = Simulation(Config(0, max_urls=50_000))
@@ -46,7 +47,7 @@ def _one(size: int) -> dict[str, float]:
     queue.messages.clear()
     changed = body(size // 2, "2026-11-21", version=2)  # the one change: a new lastmod for one page
     ingest(changed, pipeline)
-    marks = [mark for m in queue.messages for mark in DirtyMark.from_message(json.loads(m.body))]
+    marks = [mark for m in queue.messages for mark in read_rebuild_request(json.loads(m.body))]
     before_rss = _rss_mb()
     cpu, wall = time.process_time(), time.perf_counter()
     done = rebuild_section(pipeline, "blog", marks)

@@ -7,10 +7,11 @@ import threading
 
 from lxml import etree
 
+from sitemap_updater.core.messages import DirtyMark
 from sitemap_updater.core.sharding import Limits, page_key
 from sitemap_updater.service.index import StaleIndex, rebuild_index
 from sitemap_updater.service.ingest import ingest
-from sitemap_updater.service.rebuild import DirtyMark, rebuild_section
+from sitemap_updater.service.rebuild import rebuild_section
 from tests.conftest import BASE, event, reference_site
 from tests.integration.conftest import LocalRunFactory, bodies
 

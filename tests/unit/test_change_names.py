@@ -4,7 +4,8 @@ a section reports the files it retired. On the in-memory stack of ``test_recover
 
 from __future__ import annotations
 
-from sitemap_updater.service.rebuild import DirtyMark, rebuild_section
+from sitemap_updater.core.messages import DirtyMark
+from sitemap_updater.service.rebuild import rebuild_section
 from tests.conftest import BASE
 from tests.unit.test_recovery import Stack, page
 

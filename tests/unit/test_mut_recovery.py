@@ -14,11 +14,12 @@ from datetime import timedelta
 
 import pytest
 
+from sitemap_updater.core.messages import DirtyMark, read_rebuild_request
 from sitemap_updater.core.reduce import PageState, state_from_event
 from sitemap_updater.core.sharding import KEY_SPACE, page_key
 from sitemap_updater.service.index import rebuild_index
 from sitemap_updater.service.ingest import Outcome, page_write
-from sitemap_updater.service.rebuild import DirtyMark, rebuild_section
+from sitemap_updater.service.rebuild import rebuild_section
 from tests.conftest import BASE, parse
 from tests.unit.test_recovery import NOW, Stack, page
 
@@ -117,7 +118,7 @@ def test_a_rebuild_reports_the_time_from_the_change_to_its_publication() -> None
     stack = Stack()
     stack.send(page("a", version=1))
     [message] = stack.queues["rebuild"].messages
-    marks = DirtyMark.from_message(json.loads(message.body))
+    marks = read_rebuild_request(json.loads(message.body))
     later = replace(stack.pipeline, clock=lambda: NOW + timedelta(seconds=2))
     done = rebuild_section(later, "blog", marks)
     assert done.put and done.latencies_s == [2.0]

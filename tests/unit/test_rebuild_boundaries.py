@@ -10,11 +10,12 @@ from __future__ import annotations
 import gzip
 import re
 
+from sitemap_updater.core.messages import DirtyMark
 from sitemap_updater.core.reduce import PageState, state_from_event
 from sitemap_updater.core.sharding import KEY_SPACE, page_key
 from sitemap_updater.service.index import rebuild_index
 from sitemap_updater.service.ingest import page_write
-from sitemap_updater.service.rebuild import DirtyMark, rebuild_section
+from sitemap_updater.service.rebuild import rebuild_section
 from tests.conftest import BASE, parse
 from tests.unit.test_recovery import Stack, crash, page
 

@@ -13,10 +13,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from sitemap_updater.core.messages import DirtyMark, read_rebuild_request
 from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.service.index import StaleIndex, rebuild_index
-from sitemap_updater.service.rebuild import DirtyMark, rebuild_section, rebuild_sections
+from sitemap_updater.service.rebuild import rebuild_section, rebuild_sections
 from tests.conftest import BASE, event
 from tests.unit.test_recovery import NOW, Stack, page, replace_settings
 
@@ -128,7 +129,7 @@ def test_a_rebuild_message_of_an_earlier_version_publishes_its_page() -> None:
     stack.queues["rebuild"].messages.clear()
     [mark] = body["marks"]
     earlier = {"section": body["section"], "url": mark["url"], "key": mark["key"], "change": mark["change"]}
-    [done] = rebuild_sections(stack.pipeline, DirtyMark.from_message(earlier))
+    [done] = rebuild_sections(stack.pipeline, read_rebuild_request(earlier))
     assert done.put and done.changed_urls == {f"{BASE}/blog/a": "added"} and done.latencies_s == []
     stack.drain()
     stack.check()
@@ -180,7 +181,7 @@ def test_a_mark_for_a_key_next_to_a_file_but_in_none_is_rebuilt() -> None:
     edges = {k for k in edges if not any(r.contains(k) for r in live)}
     assert edges
     for key in sorted(edges):
-        rebuild_sections(stack.pipeline, DirtyMark.from_message({"section": "blog", "key": f"{key:016x}"}))
+        rebuild_sections(stack.pipeline, read_rebuild_request({"section": "blog", "key": f"{key:016x}"}))
     stack.drain()
     # Then each rebuild finishes, and every page is still listed once
     stack.check()

@@ -21,11 +21,12 @@ from typing import Any
 import pytest
 
 from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX, SitemapBucket
+from sitemap_updater.core.messages import DirtyMark, cleanup_message, read_rebuild_request
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.service.index import UNSETTLED, rebuild_index
 from sitemap_updater.service.ingest import IngestConflict, Outcome, ingest, ingest_message, page_write
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import DirtyMark, MarkBatch, cleanup_mark, rebuild_section, rebuild_sections
+from sitemap_updater.service.rebuild import MarkBatch, rebuild_section, rebuild_sections
 from sitemap_updater.service.sweep import sweep
 from sitemap_updater.settings import Settings
 from tests import oracle
@@ -91,7 +92,7 @@ class Stack:
             bodies = self._take(name)
             try:
                 if name == "rebuild":
-                    rebuild_sections(self.pipeline, [m for b in bodies for m in DirtyMark.from_message(b)])
+                    rebuild_sections(self.pipeline, [m for b in bodies for m in read_rebuild_request(b)])
                 else:
                     rebuild_index(self.pipeline)
             except Crash:
@@ -461,15 +462,15 @@ def test_marks_are_sent_in_messages_under_the_size_limit(length: int, per_messag
 
 
 def test_rebuild_messages_of_every_shape_are_read() -> None:
-    assert DirtyMark.from_message({"section": "blog", "marks": [{"url": "u", "key": "00000000000000ff",
+    assert read_rebuild_request({"section": "blog", "marks": [{"url": "u", "key": "00000000000000ff",
                                                                  "change": "added"}]}) == [
         DirtyMark("blog", "u", 255, "added")
     ]  # fmt: skip
-    assert DirtyMark.from_message({"section": "blog", "key": "0000000000000010"}) == [DirtyMark("blog", key=16)]
-    assert DirtyMark.from_message({"section": "blog", "url": "u", "change": "removed"}) == [
+    assert read_rebuild_request({"section": "blog", "key": "0000000000000010"}) == [DirtyMark("blog", key=16)]
+    assert read_rebuild_request({"section": "blog", "url": "u", "change": "removed"}) == [
         DirtyMark("blog", "u", None, "removed")
     ]
-    assert DirtyMark.from_message({"section": "blog", "cleanup": True}) == [DirtyMark("blog", cleanup=True)]
+    assert read_rebuild_request({"section": "blog", "cleanup": True}) == [DirtyMark("blog", cleanup=True)]
 
 
 def test_news_exactly_48_hours_old_is_still_part_of_the_announced_digest() -> None:
@@ -502,7 +503,7 @@ def test_a_section_s_cleanup_requests_share_its_rebuild_group() -> None:
     stack = Stack()
     stack.send(page("a", section="Über Uns"))
     [mark] = stack.queues["rebuild"].messages
-    body, group, _dedup = cleanup_mark("Über Uns", 1)
+    body, group, _dedup = cleanup_message("Über Uns", 1)
     assert group == mark.group and body == {"section": "Über Uns", "cleanup": True}
 
 
@@ -555,7 +556,7 @@ def test_one_changed_page_rewrites_one_file_and_reads_only_its_snapshot_and_the_
     stack.send(page("p3", version=2, priority=0.4))
     bodies = [json.loads(m.body) for m in stack.queues["rebuild"].messages]
     stack.queues["rebuild"].messages.clear()
-    [done] = rebuild_sections(stack.pipeline, [m for b in bodies for m in DirtyMark.from_message(b)])
+    [done] = rebuild_sections(stack.pipeline, [m for b in bodies for m in read_rebuild_request(b)])
     [name] = done.put
     [record] = [f for f in stack.store.file_records.values() if f.name == name]
     assert record.url_count == 2

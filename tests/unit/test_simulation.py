@@ -5,12 +5,11 @@ seeds runs here; ``make soak`` runs thousands (docs/reliability.md)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
-from sitemap_updater.service import rebuild
-from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.core.messages import Message, PageMark, mark_messages
 from tests.conftest import BASE, event
 from tests.sim.events import Events
 from tests.sim.fixed import run_fixed
@@ -56,15 +55,14 @@ def test_moves_at_a_high_fault_rate(seed: int) -> None:
 
 def test_the_checks_catch_a_lost_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given an ingest that forgets to queue the rebuild of every fifth change
-    original = rebuild._mark_dirty
+    original = mark_messages
     calls = {"n": 0}
 
-    def forgetful(*args: object) -> None:
+    def forgetful(section: str, at_us: int, marks: list[PageMark]) -> Iterator[Message]:
         calls["n"] += 1
-        if calls["n"] % 5:
-            original(*args)  # type: ignore[arg-type]
+        return original(section, at_us, marks) if calls["n"] % 5 else iter([])
 
-    monkeypatch.setattr(rebuild, "_mark_dirty", forgetful)
+    monkeypatch.setattr("sitemap_updater.service.rebuild.mark_messages", forgetful)
     # When a sequence runs without faults
     result = Simulation(Config(1, fault_rate=0.0)).run()
     # Then the simulation reports stale published files
@@ -87,16 +85,16 @@ def test_a_move_whose_rebuild_mark_was_lost_leaves_no_copy_in_the_old_section(mo
     # before its rebuild marks, and a newer event for the page (still in "docs") that arrives before SQS
     # delivers the first move again
     url = f"{BASE}/blog/moved"
-    original = rebuild._mark_dirty
+    original = mark_messages
     died: list[str] = []
 
-    def dies_once(pipeline: Pipeline, section: str, *args: Any) -> None:
+    def dies_once(section: str, at_us: int, marks: list[PageMark]) -> Iterator[Message]:
         if section == "docs" and not died:
             died.append(section)
             raise LambdaDied("after dynamodb.transact_write_items")
-        original(pipeline, section, *args)
+        return original(section, at_us, marks)
 
-    monkeypatch.setattr(rebuild, "_mark_dirty", dies_once)
+    monkeypatch.setattr("sitemap_updater.service.rebuild.mark_messages", dies_once)
     script: list[tuple[float, dict[str, object]]] = [
         (0.0, event(url, version=1, lastmod="2026-11-01")),
         (100.0, event(url, version=2, lastmod="2026-11-02", section="docs")),

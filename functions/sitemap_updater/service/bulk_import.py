@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.messages import DirtyMark
 from sitemap_updater.core.reduce import reduce_states, state_from_event
 from sitemap_updater.service.index import IndexRebuild, StaleIndex, rebuild_index
 from sitemap_updater.service.ingest import page_write
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import DirtyMark, SectionRebuild, rebuild_section
+from sitemap_updater.service.rebuild import SectionRebuild, rebuild_section
 
 
 class ImportRefused(RuntimeError):

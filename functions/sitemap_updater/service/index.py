@@ -13,11 +13,17 @@ import hashlib
 from dataclasses import dataclass, field
 
 from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.messages import (
+    cleanup_message,
+    index_change_record,
+    pending_index_request,
+    settle_index_request,
+)
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.render import IndexItem, render_index
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import cleanup_mark, request_index, send_change_record
+from sitemap_updater.service.rebuild import index_window
 
 UNSETTLED = "unsettled"  # the recorded index digest while a put is in flight (never a SHA-256)
 
@@ -80,16 +86,16 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
                 raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
             store.put_index_sha(digest, generation)
             result.written = True
-            send_change_record(pipeline, {"index": {"generation": generation, "sha256": digest}})
+            pipeline.notify_queue.send(*index_change_record(generation, digest))
     elif current:  # the site has no pages left; an index must name at least one sitemap, so there is none
         pipeline.bucket.delete(INDEX_NAME)
         store.put_index_sha("", generation)
         result.written = True
     changed_since = [f for f in named if f.pending_index and not store.clear_pending_index(f)]
     if changed_since:  # published again since this index read it: its own request may have been merged away
-        request_index(pipeline, {"pending": generation}, f"pending|{generation}")
+        pipeline.index_queue.send(*pending_index_request(generation, *index_window(pipeline)))
     if result.settling:  # named with their previous lastmods: name their own once the CDN cannot serve the old
-        request_index(pipeline, {"settle": generation}, f"settle|{generation}")  # delayed by the lifetime
+        pipeline.index_queue.send(*settle_index_request(generation, *index_window(pipeline)))  # delayed by L
     # Files unnamed before, whose grace is over, are deleted by their sections (asked again after a crash).
     grace = settings.retired_file_grace_seconds * 1_000_000
     sections: set[str] = {f.section for f in records if grace_over(f, now, grace)}
@@ -99,6 +105,5 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
             if grace == 0:
                 sections.add(retiring.section)
     for section in sorted(sections):
-        body, group, dedup = cleanup_mark(section, generation)
-        pipeline.rebuild_queue.send(body, group=group, dedup=dedup)
+        pipeline.rebuild_queue.send(*cleanup_message(section, generation))
     return result

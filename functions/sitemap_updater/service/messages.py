@@ -10,11 +10,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitemap_updater.core.messages import INDEX_GROUP, NOTIFY_GROUP, DirtyMark, read_rebuild_request
 from sitemap_updater.service.dead_letters import DeadLetter, DeadLetters, Settled, error_text, settle
 from sitemap_updater.service.index import IndexRebuild, rebuild_index
 from sitemap_updater.service.notify import Notifiers, NotifyResult, NotifyRetry, notify
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import INDEX_GROUP, NOTIFY_GROUP, DirtyMark, SectionRebuild, rebuild_section
+from sitemap_updater.service.rebuild import SectionRebuild, rebuild_section
 
 
 @dataclass(slots=True)
@@ -54,7 +55,7 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
     for record in records:
         message_id = str(record["messageId"])
         try:
-            marks = DirtyMark.from_message(json.loads(record["body"]))
+            marks = read_rebuild_request(json.loads(record["body"]))
         except Exception as exc:
             message_errors[message_id] = outcome.unreadable[message_id] = f"unreadable: {error_text(exc)}"
             continue

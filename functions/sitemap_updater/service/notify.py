@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from sitemap_updater.adapters.http import HttpClient, HttpResponse
 from sitemap_updater.adapters.manifest import SentRecord
 from sitemap_updater.adapters.search_console import SearchConsole
+from sitemap_updater.core.messages import UNKNOWN_DIGEST, read_change_records
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
@@ -30,7 +31,6 @@ INDEXNOW = "indexnow"
 SEARCH_CONSOLE = "search-console"
 # How long a sent record outlives its quiet window: longer than any SQS redelivery of the same change.
 SENT_RETENTION_S = 2 * 86_400
-UNKNOWN = "?"  # a change record without entry digests (written by an older version)
 
 
 class NotifyRetry(RuntimeError):
@@ -109,15 +109,13 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
     go out once it has ended. Nothing is sent for records without changes."""
     settings = pipeline.settings
     result = NotifyResult()
-    digests: dict[str, str] = {}  # URL -> digest of the entry now shown ("" once removed); in FIFO order
-    for record in records:
-        for url in record.get("changed", {}):
-            digests[url] = str(record.get("digests", {}).get(url, UNKNOWN))
+    read = read_change_records(records)
+    digests = read.digests  # URL -> digest of the entry now shown ("" once removed); in FIFO order
     now_s = to_micros(pipeline.clock()) // 1_000_000
     deadline = notifiers.deadline()
     if settings.indexnow_key:
         _indexnow(digests, pipeline, notifiers, now_s, result, deadline)
-    if any("index" in record for record in records) and notifiers.search_console is not None:
+    if read.index_published and notifiers.search_console is not None:
         _search_console(pipeline, notifiers.search_console, notifiers, now_s, result, deadline)
     return result
 
@@ -146,7 +144,7 @@ def plan_indexnow(
         last = sent.get(url)
         if url in held:
             plan.release.append(url)  # replaced below when it must wait again
-        if last is not None and digest != UNKNOWN and last.digest == digest:
+        if last is not None and digest != UNKNOWN_DIGEST and last.digest == digest:
             plan.done.append(url)  # this content was announced already (a redelivery, or a second record)
         elif url in due and last is not None and last.quiet_until_s > due[url].quiet_until_s:
             plan.done.append(url)  # announced after it was held, by a newer change that replaced it

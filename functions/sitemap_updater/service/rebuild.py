@@ -7,58 +7,29 @@ computed from the recorded counts of untouched files plus the manifest of the to
 from __future__ import annotations
 
 import hashlib
-import json
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
-from typing import Any
 
 from sitemap_updater.adapters.manifest import PageFields
 from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile, range_lastmod
+from sitemap_updater.core.messages import (
+    DirtyMark,
+    PageMark,
+    change_record,
+    mark_messages,
+    section_index_request,
+)
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, render_urlset
-from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, section_slug
+from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with
 from sitemap_updater.service.pipeline import Pipeline
 
-INDEX_GROUP = "index"
-NOTIFY_GROUP = "notify"
 _RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000
-
-
-@dataclass(frozen=True, slots=True)
-class DirtyMark:
-    """A rebuild request from ingest (a page changed) or from the index (retired files to delete)."""
-
-    section: str
-    url: str | None = None
-    key: int | None = None
-    change: str | None = None
-    cleanup: bool = False
-    at_us: int | None = None  # when ingest recorded the change (sent the mark)
-
-    @classmethod
-    def from_message(cls, body: dict[str, Any]) -> list[DirtyMark]:
-        """The marks one rebuild message carries: a list of changed pages (``marks``), in the order they
-        changed, or one key (news expiry), one page (a message of an earlier version) or a cleanup request."""
-        section = str(body["section"])
-        if "marks" in body:
-            at = body.get("at")
-            at_us = int(at) if isinstance(at, int) else None
-            return [cls(section, m["url"], int(m["key"], 16), m.get("change"), at_us=at_us) for m in body["marks"]]
-        key = body.get("key")
-        return [
-            cls(
-                section=section,
-                url=body.get("url"),
-                key=int(key, 16) if isinstance(key, str) else None,
-                change=body.get("change"),
-                cleanup=bool(body.get("cleanup", False)),
-            )
-        ]
 
 
 @dataclass(slots=True)
@@ -331,26 +302,15 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
                 first_at[mark.url] = min(first_at.get(mark.url, mark.at_us), mark.at_us)
         result.latencies_s = [max(0.0, (as_of - at) / 1e6) for _, at in sorted(first_at.items())]
     if result.changed_urls:
-        send_change_record(
-            pipeline,
-            {
-                "section": section,
-                "seq": seq,
-                "changed": result.changed_urls,
-                "digests": result.digests,
-                "files": result.put,
-            },
-        )
+        message = change_record(section, seq, result.changed_urls, result.digests, result.put)
+        pipeline.notify_queue.send(*message)
     for published in fresh:
         store.put_file(published)  # after the bytes exist: the index only ever names published files
     if fresh or result.retired or dirty_keys or any(f.pending_index for f in live):
         # Fresh records are pending for the index; a retry after a crash finds them still pending, so the
         # index is always told. It names them and clears them.
-        request_index(
-            pipeline,
-            {"section": section, "seq": seq},
-            f"{section}|{seq}|{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}",
-        )
+        what = f"{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}"
+        pipeline.index_queue.send(*section_index_request(section, seq, what, *index_window(pipeline)))
     return result
 
 
@@ -383,32 +343,9 @@ def rebuild_sections(pipeline: Pipeline, marks: Iterable[DirtyMark]) -> list[Sec
     return [rebuild_section(pipeline, section, group) for section, group in sorted(by_section.items())]
 
 
-def send_change_record(pipeline: Pipeline, body: dict[str, Any]) -> None:
-    """Queue a change record for the notifier (one FIFO group: notifier runs never overlap; a record sent
-    twice by a retried rebuild within five minutes is dropped by SQS)."""
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-    pipeline.notify_queue.send(body, group=NOTIFY_GROUP, dedup=digest)
-
-
-def request_index(pipeline: Pipeline, body: dict[str, Any], unique: str) -> None:
-    """Ask for an index rebuild. The index queue delays every request by the CDN's cache lifetime L (its
-    ``DelaySeconds``), and the requests sent within one window of L/2 share a deduplication ID: SQS delivers the
-    first of them, at or after the window's end, so after every request it stands for was sent (with L/2 to spare
-    for clocks that differ), and that one rebuild reads every file record they were sent for. At most two index
-    rebuilds per lifetime, however many sections publish. Without a lifetime each request (``unique``) is its own."""
-    window_us = pipeline.settings.cdn_max_age_seconds * 1_000_000 // 2
-    key = f"index|{to_micros(pipeline.clock()) // window_us}" if window_us else unique
-    pipeline.index_queue.send(body, group=INDEX_GROUP, dedup=hashlib.sha256(key.encode()).hexdigest())
-
-
-def cleanup_mark(section: str, generation: int) -> tuple[dict[str, Any], str, str]:
-    """The message asking a section to delete files the index no longer names: (body, group, dedup)."""
-    body = {"section": section, "cleanup": True}
-    return body, section_slug(section), hashlib.sha256(f"cleanup|{section}|{generation}".encode()).hexdigest()
-
-
-MAX_MARKS_PER_MESSAGE = 100
-_MAX_MARK_BYTES = 200_000  # under SQS's 256 KiB per message, with URLs of up to 2,047 characters
+def index_window(pipeline: Pipeline) -> tuple[int, int]:
+    """Now and the window of index requests that share one rebuild (half the CDN's cache lifetime; 0: none)."""
+    return to_micros(pipeline.clock()), pipeline.settings.cdn_max_age_seconds * 1_000_000 // 2
 
 
 class MarkBatch:
@@ -426,21 +363,15 @@ class MarkBatch:
 
     def flush(self) -> None:
         """Send the marks (the changed section, and the one a page left), then clear each page's ``pending``."""
-        by_section: dict[str, list[tuple[str, int, str, str | None]]] = defaultdict(list)
+        by_section: dict[str, list[PageMark]] = defaultdict(list)
         for page in self._pages:
-            by_section[page.section].append((page.url, page.key, page.rank, page.change or None))
+            by_section[page.section].append(PageMark(page.url, page.key, page.rank, page.change or None))
             if page.moved_from:
-                by_section[page.moved_from].append((page.url, page.key, page.rank, None))
+                by_section[page.moved_from].append(PageMark(page.url, page.key, page.rank, None))
+        now_us = to_micros(self._pipeline.clock())
         for section in sorted(by_section):
-            marks = by_section[section]
-            start = 0
-            while start < len(marks):
-                size, end = 0, start
-                while end < len(marks) and end - start < MAX_MARKS_PER_MESSAGE and size < _MAX_MARK_BYTES:
-                    size += len(marks[end][0]) + 64
-                    end += 1
-                _mark_dirty(self._pipeline, section, marks[start:end])
-                start = end
+            for message in mark_messages(section, now_us, by_section[section]):
+                self._pipeline.rebuild_queue.send(*message)
         for page in self._pages:
             self._pipeline.store.clear_pending(page.url, page.rank)
         self._pages.clear()
@@ -451,17 +382,3 @@ def requeue(pipeline: Pipeline, page: PageFields) -> None:
     marks = MarkBatch(pipeline)
     marks.add(page)
     marks.flush()
-
-
-def _mark_dirty(pipeline: Pipeline, section: str, marks: list[tuple[str, int, str, str | None]]) -> None:
-    """Queue a rebuild of ``section`` for pages (url, key, rank, change); one FIFO group per section serialises
-    them. The deduplication ID names the pages and their ranks, so a batch sent again is dropped by SQS."""
-    body = {
-        "section": section,
-        "at": to_micros(pipeline.clock()),  # for the event-to-publish latency; not part of the deduplication ID
-        "marks": [{"url": u, "key": f"{k:016x}", "change": c} for u, k, _, c in marks],
-    }
-    ranks = "|".join(f"{u}|{r}" for u, _, r, _ in marks)
-    pipeline.rebuild_queue.send(
-        body, group=section_slug(section), dedup=hashlib.sha256(f"{section}|{ranks}".encode()).hexdigest()
-    )

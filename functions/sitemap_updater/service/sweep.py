@@ -3,15 +3,15 @@ whose news turned two days old), two functions that run independently of each ot
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from sitemap_updater.adapters.http import HttpClient
+from sitemap_updater.core.messages import cleanup_message, news_expiry_message
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.sharding import INDEX_NAME, section_slug
+from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.index import grace_over
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import cleanup_mark, requeue
+from sitemap_updater.service.rebuild import requeue
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +61,10 @@ def upkeep(pipeline: Pipeline) -> UpkeepResult:
     records = pipeline.store.files()
     for published in records:
         if published.state == "live" and 0 < published.news_until_us <= now:
-            body = {"section": published.section, "key": f"{published.key_range.start:016x}"}
-            dedup = hashlib.sha256(f"news|{published.name}|{published.news_until_us}".encode()).hexdigest()
-            pipeline.rebuild_queue.send(body, group=section_slug(published.section), dedup=dedup)
+            start, until = published.key_range.start, published.news_until_us
+            pipeline.rebuild_queue.send(*news_expiry_message(published.section, start, published.name, until))
             expired += 1
     sections = sorted({f.section for f in records if grace_over(f, now, grace)})
     for section in sections:
-        body, group, dedup = cleanup_mark(section, now)
-        pipeline.rebuild_queue.send(body, group=group, dedup=dedup)
+        pipeline.rebuild_queue.send(*cleanup_message(section, now))
     return UpkeepResult(expired, len(sections))

@@ -1,0 +1,173 @@
+"""Every message one function sends another, built and read here: rebuild marks (ingest, sweep), news-expiry and
+cleanup requests (upkeep, index), change records (section and index rebuilds, for the notifier) and index
+requests (section rebuilds, index). Each comes with its FIFO message group and deduplication ID.
+
+Groups: one per section on the rebuild queue (its rebuilds never overlap), one for the index and one for the
+notifier. Deduplication IDs name what a message stands for, so a message sent again by a retried invocation
+within SQS's five-minute window is dropped (and an index request stands for every request of its window)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from sitemap_updater.core.sharding import section_slug
+
+INDEX_GROUP = "index"
+NOTIFY_GROUP = "notify"
+MAX_MARKS_PER_MESSAGE = 100
+_MAX_MARK_BYTES = 200_000  # under SQS's 256 KiB per message, with URLs of up to 2,047 characters
+UNKNOWN_DIGEST = "?"  # a change record without entry digests (written by an older version)
+
+
+class Message(NamedTuple):
+    """One message to send: its JSON body, FIFO message group and deduplication ID."""
+
+    body: dict[str, Any]
+    group: str
+    dedup: str
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- the rebuild queue ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class DirtyMark:
+    """A rebuild request: a page changed (ingest, sweep), a file's news expired (upkeep: its range's first key)
+    or the section has retired files to delete (``cleanup``: index, upkeep)."""
+
+    section: str
+    url: str | None = None
+    key: int | None = None
+    change: str | None = None
+    cleanup: bool = False
+    at_us: int | None = None  # when ingest recorded the change (sent the mark)
+
+
+class PageMark(NamedTuple):
+    """A changed page as a rebuild mark names it: its URL, key, rank (deduplication) and change (or None)."""
+
+    url: str
+    key: int
+    rank: str
+    change: str | None
+
+
+def mark_messages(section: str, at_us: int, marks: list[PageMark]) -> Iterator[Message]:
+    """Rebuild requests for changed pages of one section: up to :data:`MAX_MARKS_PER_MESSAGE` pages a message
+    (and under SQS's size limit), so one rebuild of up to ten messages covers many changes. The deduplication ID
+    names the pages and their ranks, so a batch sent again is dropped; ``at`` (for the event-to-publish latency)
+    is not part of it."""
+    start = 0
+    while start < len(marks):
+        size, end = 0, start
+        while end < len(marks) and end - start < MAX_MARKS_PER_MESSAGE and size < _MAX_MARK_BYTES:
+            size += len(marks[end].url) + 64
+            end += 1
+        chunk = marks[start:end]
+        body = {
+            "section": section,
+            "at": at_us,
+            "marks": [{"url": m.url, "key": f"{m.key:016x}", "change": m.change} for m in chunk],
+        }
+        ranks = "|".join(f"{m.url}|{m.rank}" for m in chunk)
+        yield Message(body, section_slug(section), _sha256(f"{section}|{ranks}"))
+        start = end
+
+
+def news_expiry_message(section: str, range_start: int, file_name: str, news_until_us: int) -> Message:
+    """A rebuild of the file starting at ``range_start`` once its newest news item is two days old."""
+    body = {"section": section, "key": f"{range_start:016x}"}
+    return Message(body, section_slug(section), _sha256(f"news|{file_name}|{news_until_us}"))
+
+
+def cleanup_message(section: str, generation: int) -> Message:
+    """A request that ``section`` delete the files the index no longer names (once per index generation)."""
+    body = {"section": section, "cleanup": True}
+    return Message(body, section_slug(section), _sha256(f"cleanup|{section}|{generation}"))
+
+
+def read_rebuild_request(body: Mapping[str, Any]) -> list[DirtyMark]:
+    """The marks one rebuild message carries: a list of changed pages (``marks``), in the order they changed, or
+    one key (news expiry), one page (a message of an earlier version) or a cleanup request."""
+    section = str(body["section"])
+    if "marks" in body:
+        at = body.get("at")
+        at_us = int(at) if isinstance(at, int) else None
+        return [DirtyMark(section, m["url"], int(m["key"], 16), m.get("change"), at_us=at_us) for m in body["marks"]]
+    key = body.get("key")
+    return [
+        DirtyMark(
+            section=section,
+            url=body.get("url"),
+            key=int(key, 16) if isinstance(key, str) else None,
+            change=body.get("change"),
+            cleanup=bool(body.get("cleanup", False)),
+        )
+    ]
+
+
+# --- the notify queue ----------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class ChangeRecords:
+    """What a batch of change records says: each changed URL with the digest of the entry now shown ("" once
+    removed), the last record's in FIFO order, and whether an index was published."""
+
+    digests: dict[str, str] = field(default_factory=dict)
+    index_published: bool = False
+
+
+def change_record(
+    section: str, seq: int, changed: dict[str, str], digests: dict[str, str], files: list[str]
+) -> Message:
+    """What a section rebuild published: the changed URLs (``added``, ``updated``, ``removed``), their entries'
+    digests and the files written. One group: notifier runs never overlap."""
+    body = {"section": section, "seq": seq, "changed": changed, "digests": digests, "files": files}
+    return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
+
+
+def index_change_record(generation: int, sha256: str) -> Message:
+    """An index rebuild published a new index (Search Console is told)."""
+    body = {"index": {"generation": generation, "sha256": sha256}}
+    return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
+
+
+def read_change_records(bodies: Sequence[Mapping[str, Any]]) -> ChangeRecords:
+    """Change records in FIFO order; any other body (the scheduled wake-up) says nothing."""
+    records = ChangeRecords()
+    for body in bodies:
+        digests = body.get("digests", {})
+        for url in body.get("changed", {}):
+            records.digests[url] = str(digests.get(url, UNKNOWN_DIGEST))
+        records.index_published = records.index_published or "index" in body
+    return records
+
+
+# --- the index queue -----------------------------------------------------------------------------------------
+def index_request(body: dict[str, Any], now_us: int, window_us: int, unique: str) -> Message:
+    """A request for an index rebuild. The index queue delays every request by the CDN's cache lifetime L, and
+    the requests sent within one window of L/2 (``window_us``) share a deduplication ID: SQS delivers the first of
+    them after every request it stands for was sent, and that one rebuild reads every file record they were sent
+    for. Without a window (nothing caches) each request is its own (``unique``)."""
+    key = f"index|{now_us // window_us}" if window_us else unique
+    return Message(body, INDEX_GROUP, _sha256(key))
+
+
+def section_index_request(section: str, seq: int, published: str, now_us: int, window_us: int) -> Message:
+    """A section rebuild's request; ``published`` names what it published (its own ID without a window)."""
+    return index_request({"section": section, "seq": seq}, now_us, window_us, f"{section}|{seq}|{published}")
+
+
+def pending_index_request(generation: int, now_us: int, window_us: int) -> Message:
+    """An index rebuild found records published again since it read them: another rebuild must name them."""
+    return index_request({"pending": generation}, now_us, window_us, f"pending|{generation}")
+
+
+def settle_index_request(generation: int, now_us: int, window_us: int) -> Message:
+    """An index named files with their previous lastmods; once the CDN cannot serve the old, name their own."""
+    return index_request({"settle": generation}, now_us, window_us, f"settle|{generation}")
