@@ -86,7 +86,7 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_dead_letter_reasons.py",
         "tests/integration/test_dead_letters.py",
     ],
-    "service/messages.py": [
+    "service/batches.py": [
         "tests/unit/test_batch_outcomes.py",
         "tests/integration/test_dead_letters.py",
     ],

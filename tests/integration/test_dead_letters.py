@@ -19,7 +19,7 @@ from sitemap_updater.service.rebuild import rebuild_section
 from tests.conftest import BASE, event
 from tests.integration.conftest import LocalRunFactory, bodies
 
-MESSAGES = "sitemap_updater.service.messages"
+MESSAGES = "sitemap_updater.service.batches"
 QUEUES = {"INGEST": "IngestQueue", "REBUILD": "RebuildQueue", "INDEX": "IndexQueue", "NOTIFY": "NotifyQueue"}
 
 

@@ -44,7 +44,7 @@ def indexnow(httpserver: HTTPServer) -> Iterator[str]:
     yield httpserver.url_for("/indexnow")
 
 
-MESSAGES = "sitemap_updater.service.messages"
+MESSAGES = "sitemap_updater.service.batches"
 
 
 def _fail() -> Any:

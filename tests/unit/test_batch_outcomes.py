@@ -1,4 +1,4 @@
-"""What the rebuild, index and notify functions answer for a batch (service/messages.py): which messages SQS gets
+"""What the rebuild, index and notify functions answer for a batch (service/batches.py): which messages SQS gets
 back, which go to the dead-letter queue and with what reason, and that the rest of the batch still does its work.
 On the in-memory stack of ``test_recovery``, with the dead-letter queues behind a recording SQS client."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from sitemap_updater.adapters.http import HttpClient, HttpResponse
-from sitemap_updater.service import messages
-from sitemap_updater.service.messages import index_batch, notify_batch, rebuild_batch
+from sitemap_updater.service import batches
+from sitemap_updater.service.batches import index_batch, notify_batch, rebuild_batch
 from sitemap_updater.service.notify import Notifiers, NotifyResult
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import rebuild_section
@@ -84,7 +84,7 @@ def test_a_failing_notifier_returns_its_error_and_fails_every_message(monkeypatc
     def broken(*_args: Any) -> NotifyResult:
         raise RuntimeError("table gone")
 
-    monkeypatch.setattr(messages, "notify", broken)
+    monkeypatch.setattr(batches, "notify", broken)
     result, settled = notify_batch(
         [record("m-1", 1, body=_change(f"{BASE}/blog/a"))], pipeline, _notifiers(Engine(200))
     )
@@ -108,7 +108,7 @@ def test_a_rebuild_batch_fails_only_the_messages_of_sections_that_failed(monkeyp
             raise RuntimeError(f"{section} broken")
         return rebuild_section(pipeline, section, marks)
 
-    monkeypatch.setattr(messages, "rebuild_section", failing)
+    monkeypatch.setattr(batches, "rebuild_section", failing)
     batch = [
         record("blog", 1, body=_marks(("a", "blog"))),
         record("docs", 2, body=_marks(("c", "docs"))),
@@ -136,7 +136,7 @@ def test_a_failed_index_rebuild_returns_its_error_and_dead_letters_in_the_index_
     def broken(_pipeline: Pipeline) -> Any:
         raise OSError("bucket gone")
 
-    monkeypatch.setattr(messages, "rebuild_index", broken)
+    monkeypatch.setattr(batches, "rebuild_index", broken)
     error, settled = index_batch([record("i-1", 4), record("i-2", 3)], pipeline)
     assert error == "OSError: bucket gone" and settled.failures == ["i-2"]
     assert [d.reason for d in settled.dead_lettered] == ["failed on all 4 receives: OSError: bucket gone"]

@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sitemap_updater.handlers.dead_letters import report_dead_letters
-from sitemap_updater.service.messages import notify_batch
+from sitemap_updater.service.batches import notify_batch
 from sitemap_updater.service.notify import search_console_hint
 from sitemap_updater.service.runtime import current_notifiers, current_pipeline
 
