@@ -25,8 +25,9 @@ from typing import Any
 
 from bench.cost import LATENCY_S, PLATFORM_LOG_BYTES
 from bench.usage import LogSink, Usage
-from sitemap_updater.adapters.manifest import ManifestStore, PageFields, PageRecord, PageWrite, _file_item
+from sitemap_updater.adapters.manifest import ManifestStore, _file_item
 from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.pages import PageFields, PageRecord, PageWrite
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState
 from tests.sim.dynamo import FakeDynamoClient, item_size
@@ -132,7 +133,7 @@ class Meter:
         """Every ManifestStore method the fake answers itself needs a rule here; the others reach the fake
         client, whose calls are charged. A method added later fails the benchmark instead of costing nothing."""
         public = {n for n, v in inspect.getmembers(ManifestStore, inspect.isfunction) if not n.startswith("_")}
-        faked = {n for n in public if n in vars(FakeStore)}
+        faked = {n for n in public if n in vars(FakeStore) and n not in FakeStore.CLIENT_LEVEL}
         unknown = faked - set(self._rules())
         if unknown:
             raise RuntimeError(f"bench/meter.py has no cost rule for FakeStore.{sorted(unknown)}")
@@ -141,7 +142,7 @@ class Meter:
         if page is None:
             return 0
         write = PageWrite(**{name: getattr(page, name) for name in _PAGE_FIELDS}, record=b"")
-        return item_size(self.store._page_item(write, page.pending))
+        return item_size(self.store.aws._page_item(write, page.pending))
 
     def _read(self, usage: Usage, sizes: list[int | None], consistent: bool = True) -> None:
         """GetItem / BatchGetItem: each item rounded up to 4 KB on its own (a missing item still 1 unit)."""
@@ -270,7 +271,7 @@ class Meter:
 
     def _wrap_store(self) -> None:
         for name, (operation, rule) in self._rules().items():
-            if name not in vars(FakeStore):
+            if name not in vars(FakeStore) or name in FakeStore.CLIENT_LEVEL:
                 continue  # not faked (or not there): it reaches the fake client, which is charged
             original = getattr(self.store, name)
 
@@ -290,7 +291,7 @@ class Meter:
         return 60
 
     def _wrap_client(self) -> None:
-        client: FakeDynamoClient = self.store._client  # type: ignore[assignment]
+        client: FakeDynamoClient = self.store.aws._client  # type: ignore[assignment]
         pages = self.store.pages
         transact, batch_write, batch_get = client.transact_write_items, client.batch_write_item, client.batch_get_item
 

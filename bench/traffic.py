@@ -30,12 +30,12 @@ from typing import Any
 from bench.cost import cpu_scale
 from bench.meter import SQS_CHUNK, Meter
 from bench.usage import Usage
-from sitemap_updater.adapters.http import HttpClient, HttpResponse
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
+from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import Notifiers
-from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.service.sweep import sweep, upkeep
+from sitemap_updater.wiring.pipeline import use_pipeline
 from tests.sim.fakes import Message, SimQueueState
 from tests.sim.world import ACCOUNT, TEMPLATE
 
@@ -99,11 +99,12 @@ def functions(sim: Any) -> dict[str, Function]:
     return found
 
 
-class Http(HttpClient):
+class Http:
     """Search engines that accept every request (its latency is stated, like AWS calls)."""
 
+    timeout = 20.0  # the Http port: the most one request may wait
+
     def __init__(self, meter: Meter) -> None:
-        super().__init__()
         self._meter = meter
 
     def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:

@@ -84,7 +84,8 @@ class MemoryDocuments:
 def _install_receiver() -> MemoryQueue:
     from sitemap_updater.adapters.secrets import CachedSecrets
     from sitemap_updater.core.urls import Site
-    from sitemap_updater.service.webhooks import WebhookReceiver, load_mapping, use_receiver
+    from sitemap_updater.service.webhooks import WebhookReceiver
+    from sitemap_updater.wiring.webhooks import load_mapping, use_receiver
 
     queue = MemoryQueue()
     keys = json.dumps(dict.fromkeys(("contentful", "sanity", "storyblok", "ghost", "strapi", "generic"), SECRET))

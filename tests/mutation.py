@@ -124,7 +124,7 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_recovery.py",
         "tests/integration/test_dead_letters.py",
     ],
-    "service/runtime.py": ["tests/unit/test_cold_start.py"],
+    "wiring/pipeline.py": ["tests/unit/test_cold_start.py"],
 }
 
 

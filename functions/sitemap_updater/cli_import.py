@@ -137,15 +137,15 @@ def run_import(args: argparse.Namespace) -> int:
     import boto3
 
     from sitemap_updater.service.bulk_import import check_first_import, import_events
-    from sitemap_updater.service.pipeline import Pipeline
     from sitemap_updater.settings import Settings, SettingsError
+    from sitemap_updater.wiring.pipeline import connect_pipeline
 
     try:
         settings = Settings.from_env(os.environ)
     except SettingsError as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    pipeline = Pipeline.connect(settings, boto3.session.Session().client, args.endpoint_url)
+    pipeline = connect_pipeline(settings, boto3.session.Session().client, args.endpoint_url)
     try:
         check_first_import(pipeline)  # before reading anything
     except ImportRefused as exc:

@@ -12,7 +12,7 @@ from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_n
 def run_local(args: argparse.Namespace) -> int:
     from sitemap_updater.local.runner import LocalRun, events_from_bytes
     from sitemap_updater.local.webhooks import sample_files, webhook_wave
-    from sitemap_updater.service.webhooks import FUNCTIONS_DIR
+    from sitemap_updater.wiring.webhooks import FUNCTIONS_DIR
 
     if not args.events and not args.webhooks and args.import_events is None and args.adopt is None:
         print("sitemap-updater: local needs --events, --webhooks, --import or --adopt", file=sys.stderr)

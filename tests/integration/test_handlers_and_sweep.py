@@ -14,8 +14,8 @@ from sitemap_updater.handlers import ingest as ingest_handler
 from sitemap_updater.handlers import upkeep
 from sitemap_updater.local.runner import LocalContext, LocalRun
 from sitemap_updater.service.ingest import ingest
-from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.service.sweep import sweep
+from sitemap_updater.wiring.pipeline import use_pipeline
 from tests.conftest import BASE, SECTIONS, event
 from tests.integration.conftest import FIXED_NOW, LocalRunFactory, bodies
 

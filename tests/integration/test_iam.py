@@ -13,6 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 from pytest_httpserver import HTTPServer
 
+from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import sweep as sweep_handler
 from sitemap_updater.handlers import upkeep
@@ -23,8 +24,8 @@ from sitemap_updater.local.stack import session
 from sitemap_updater.local.webhooks import Sample, function_url_event
 from sitemap_updater.service.ingest import ingest
 from sitemap_updater.service.rebuild import rebuild_section
-from sitemap_updater.service.runtime import use_pipeline
-from sitemap_updater.service.webhooks import use_receiver
+from sitemap_updater.wiring.pipeline import use_pipeline
+from sitemap_updater.wiring.webhooks import use_receiver
 from tests.conftest import BASE, event
 from tests.integration.conftest import FIXED_NOW, bodies
 
@@ -79,7 +80,7 @@ def _webhook(run: LocalRun, endpoint: str, name: str, secret_arn: str) -> int:
     with pytest.MonkeyPatch.context() as patch:
         for key, value in {**run.stack.environment, **own}.items():
             patch.setenv(key, value)
-        patch.setattr("sitemap_updater.service.webhooks.BotocoreClients", lambda: _Clients(run, endpoint))
+        patch.setattr("sitemap_updater.wiring.webhooks.BotocoreClients", lambda: _Clients(run, endpoint))
         use_receiver(None)
         try:
             with run.iam.acting_as("WebhookFunction"):
@@ -198,13 +199,15 @@ def test_a_call_outside_the_policy_is_denied_as_aws_denies_it(local_run: Any) ->
 
 def test_s3_answers_403_for_a_missing_key_without_list_bucket(local_run: Any) -> None:
     run: LocalRun = local_run()
-    client = run.pipeline.bucket._client
+    bucket = run.pipeline.bucket
+    assert isinstance(bucket, SitemapBucket)  # a local run wires the S3 adapter
+    client = bucket._client
     with run.iam.acting_as("RebuildIndexFunction"), pytest.raises(ClientError) as with_list:
-        client.head_object(Bucket=run.pipeline.bucket.bucket, Key="sitemap.xml")
+        client.head_object(Bucket=bucket.bucket, Key="sitemap.xml")
     assert with_list.value.response["Error"]["Code"] == "404"  # the index function may list the bucket
     key = f"{run.settings.indexnow_key}.txt"
     with run.iam.acting_as("NotifyFunction"), pytest.raises(ClientError) as without_list:
-        client.head_object(Bucket=run.pipeline.bucket.bucket, Key=key)
+        client.head_object(Bucket=bucket.bucket, Key=key)
     assert without_list.value.response["Error"]["Code"] == "403"  # the notifier may not: Forbidden, not Not Found
     with run.iam.acting_as("NotifyFunction"):
         assert run.pipeline.bucket.put_if_absent(key, b"k") is True  # so its key file is written without a read

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sitemap_updater.cli import EXIT_OK, EXIT_USAGE, main
-from sitemap_updater.service.webhooks import FUNCTIONS_DIR
+from sitemap_updater.wiring.webhooks import FUNCTIONS_DIR
 from tests.conftest import BASE, event
 
 SAMPLES = Path(__file__).resolve().parents[2] / "events" / "webhooks"

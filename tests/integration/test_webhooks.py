@@ -32,7 +32,8 @@ from sitemap_updater.core.webhooks_signatures import CMSES
 from sitemap_updater.handlers.webhook import handler
 from sitemap_updater.handlers.webhook import logger as handler_logger
 from sitemap_updater.local.webhooks import Sample, deliver, send, serve
-from sitemap_updater.service.webhooks import WebhookReceiver, load_mapping, use_receiver
+from sitemap_updater.service.webhooks import WebhookReceiver
+from sitemap_updater.wiring.webhooks import load_mapping, use_receiver
 from tests.conftest import BASE
 from tests.integration.conftest import LocalRunFactory
 

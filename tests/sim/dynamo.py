@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sitemap_updater.adapters.manifest import SentRecord, page_pk, page_record
+from sitemap_updater.adapters.manifest import page_pk, page_record
+from sitemap_updater.core.pages import SentRecord
 from tests.sim.faults import aws_error
 
 if TYPE_CHECKING:

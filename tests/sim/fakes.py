@@ -18,20 +18,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sitemap_updater.adapters.http import HttpClient, HttpResponse
-from sitemap_updater.adapters.manifest import (
-    ManifestStore,
-    PageRecord,
-    PageWrite,
-    SentRecord,
-    entry_sort_key,
-    page_pk,
-)
-from sitemap_updater.adapters.queues import MessageQueue
+from sitemap_updater.adapters.manifest import ManifestStore, entry_sort_key, page_pk
 from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
+from sitemap_updater.ports import HttpResponse
 from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
 from tests.sim.scheduler import Clock, Scheduler
 
@@ -41,8 +34,12 @@ def _client_error(code: str, operation: str) -> ClientError:
 
 
 # --- DynamoDB ----------------------------------------------------------------------------------------------
-class FakeStore(ManifestStore):
-    """The manifest table as dictionaries; conditions as in :class:`ManifestStore`."""
+class FakeStore:
+    """The manifest table as dictionaries: the ``Manifest`` port, with the conditions of :class:`ManifestStore`.
+    The calls that are a transaction or a batch (:data:`CLIENT_LEVEL`) are answered by the real adapter, ``aws``,
+    running over a fake client (``tests/sim/dynamo.py``), so its handling of AWS's answers is what runs."""
+
+    CLIENT_LEVEL = ("record_change", "sent_records", "mark_sent")
 
     def __init__(self, sched: Scheduler, clock: Clock) -> None:
         self._sched = sched
@@ -59,7 +56,16 @@ class FakeStore(ManifestStore):
             clock.now += seconds
             self.waited_s += seconds
 
-        super().__init__(FakeDynamoClient(self), "sim-manifest", sleep=sleep)  # type: ignore[arg-type]
+        self.aws = ManifestStore(FakeDynamoClient(self), "sim-manifest", sleep=sleep)  # type: ignore[arg-type]
+
+    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None) -> bool:
+        return self.aws.record_change(write, expected_rank, old_section)
+
+    def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
+        return self.aws.sent_records(urls, channel, now_s)
+
+    def mark_sent(self, digests: dict[str, str], channel: str, quiet_until_s: int, expires_at_s: int) -> None:
+        self.aws.mark_sent(digests, channel, quiet_until_s, expires_at_s)
 
     def _call(self, name: str, call: Callable[[], Any]) -> Any:
         return self._sched.point(f"dynamodb.{name}", call)
@@ -82,7 +88,7 @@ class FakeStore(ManifestStore):
 
     def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
         def put() -> bool:
-            check_item(self._page_item(write, False), "PutItem")
+            check_item(self.aws._page_item(write, False), "PutItem")
             if not self._rank_holds(write.url, expected_rank):
                 return False
             self.pages[write.url] = self._record(write, False)
@@ -104,7 +110,7 @@ class FakeStore(ManifestStore):
     def import_pages(self, writes: list[PageWrite]) -> None:
         def load() -> None:
             for write in writes:
-                check_item(self._page_item(write, False), "BatchWriteItem")
+                check_item(self.aws._page_item(write, False), "BatchWriteItem")
                 entry = {"pk": {"S": f"sec#{write.section}"}, "sk": {"S": entry_sort_key(write.key, write.url)}}
                 check_item({**entry, "record": {"B": write.record}}, "BatchWriteItem")
             for write in writes:
@@ -419,8 +425,8 @@ class SimQueueState:
         return min((m.available_at for m in self.messages if m.available_at > after), default=None)
 
 
-class SimQueue(MessageQueue):
-    """``MessageQueue`` over a simulated queue."""
+class SimQueue:
+    """The ``Queue`` port over a simulated queue."""
 
     def __init__(self, sched: Scheduler, clock: Clock, state: SimQueueState, url: str) -> None:
         self._sched, self._clock, self.state = sched, clock, state
@@ -434,8 +440,13 @@ class SimQueue(MessageQueue):
         self._sched.point("sqs.send_message", lambda: self.state.add(text, {}, group, dedup, self._clock.now))
 
     def send_raw(self, body: str, attributes: dict[str, str]) -> None:
+        self.send_raw_grouped(body, attributes, None, None)
+
+    def send_raw_grouped(self, body: str, attributes: dict[str, str], group: str | None, dedup: str | None) -> None:
+        if self.fifo and (group is None or dedup is None):
+            raise ValueError("a FIFO queue needs a message group and a deduplication ID")
         self._sched.point(
-            "sqs.send_message", lambda: self.state.add(body or "(empty)", attributes, None, None, self._clock.now)
+            "sqs.send_message", lambda: self.state.add(body or "(empty)", attributes, group, dedup, self._clock.now)
         )
 
 
@@ -447,8 +458,10 @@ class Post:
     status: int
 
 
-class FakeIndexNow(HttpClient):
-    """Answers IndexNow POSTs: mostly 200, sometimes 503 (busy); records every request."""
+class FakeIndexNow:
+    """The ``Http`` port answering IndexNow POSTs: mostly 200, sometimes 503 (busy); records every request."""
+
+    timeout = 20.0
 
     def __init__(self, sched: Scheduler, rng: random.Random, busy_rate: float) -> None:
         self._sched, self._rng, self._busy_rate = sched, rng, busy_rate

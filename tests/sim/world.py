@@ -27,8 +27,8 @@ from sitemap_updater.local.stack import load_template
 from sitemap_updater.service.ingest import IngestResult, Outcome
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.settings import Settings
+from sitemap_updater.wiring.pipeline import use_pipeline
 from tests import oracle
 from tests.conftest import AS_OF_US, BASE, SECTIONS
 from tests.sim.events import REFUSED_URL, Events, generate

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sitemap_updater.adapters.http import HttpClient, HttpResponse
 from sitemap_updater.adapters.manifest import ManifestStore, StillUnprocessed, TransactionConflicts
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.local.stack import load_template
+from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.ingest import DeadLettered, ingest_message, page_write
 from sitemap_updater.service.notify import RETRY_BUDGET_S, Notifiers, NotifyRetry, notify
 from tests.conftest import BASE, event, parse
@@ -119,8 +119,10 @@ def test_unprocessed_keys_are_read_again() -> None:
     assert len(client.calls) == 2
 
 
-class _SlowBusyEngine(HttpClient):
+class _SlowBusyEngine:
     """Every request takes the whole HTTP timeout and answers 503 with the longest Retry-After."""
+
+    timeout = 20.0  # the Http port: the most one request may wait
 
     def __init__(self, clock: list[float]) -> None:
         self.clock = clock

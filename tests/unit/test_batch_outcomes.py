@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service import batches
 from sitemap_updater.service.batches import index_batch, notify_batch, rebuild_batch
 from sitemap_updater.service.notify import Notifiers, NotifyResult
@@ -21,11 +21,12 @@ from tests.unit.test_dead_letter_reasons import FIFO_DLQ, Sqs, attributes, queue
 from tests.unit.test_recovery import Stack, page, replace_settings
 
 
-class Engine(HttpClient):
+class Engine:
     """A search engine answering every request with one status; records the URLs of each request."""
 
+    timeout = 20.0  # the Http port: the most one request may wait
+
     def __init__(self, status: int) -> None:
-        super().__init__()
         self.status = status
         self.posts: list[list[str]] = []
 

@@ -1,4 +1,4 @@
-"""What a function's cold start builds from its environment (service/runtime.py, service/pipeline.py): one
+"""What a function's cold start builds from its environment (wiring/pipeline.py, service/pipeline.py): one
 pipeline per process, AWS clients that try a failing call four times in all, dead-letter queues only where they
 are configured, and Search Console only with a secret, whose key is read from Secrets Manager."""
 
@@ -12,8 +12,8 @@ import botocore.endpoint
 import pytest
 from pytest_httpserver import HTTPServer
 
-from sitemap_updater.service import runtime
-from sitemap_updater.service.runtime import current_notifiers, current_pipeline, use_pipeline
+from sitemap_updater.wiring import pipeline as runtime
+from sitemap_updater.wiring.pipeline import current_notifiers, current_pipeline, use_pipeline
 from tests.conftest import BASE
 
 ENV = {

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import INDEXNOW, Notifiers, NotifyResult, notify
 from sitemap_updater.service.pipeline import Pipeline
 from tests.conftest import BASE
@@ -18,11 +18,12 @@ URL = f"{BASE}/blog/a"
 WINDOW_S = 300
 
 
-class Engine(HttpClient):
+class Engine:
     """Accepts every request; records each request's URL list."""
 
+    timeout = 20.0  # the Http port: the most one request may wait
+
     def __init__(self) -> None:
-        super().__init__(timeout=20.0)
         self.requests: list[list[str]] = []
 
     def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:

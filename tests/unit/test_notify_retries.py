@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sitemap_updater.adapters.http import HttpClient, HttpResponse
 from sitemap_updater.adapters.search_console import SearchConsole
+from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import Notifiers, NotifyResult, NotifyRetry, notify, retry_delay
 from sitemap_updater.service.pipeline import Pipeline
 from tests.conftest import BASE
@@ -20,11 +20,12 @@ from tests.unit.test_recovery import Stack, replace_settings
 URL = f"{BASE}/blog/a"
 
 
-class Engine(HttpClient):
+class Engine:
     """Answers requests with the scripted statuses (the last one repeats); records each request's URL list."""
 
+    timeout = 20.0  # the Http port: the most one request may wait
+
     def __init__(self, *statuses: int, headers: dict[str, str] | None = None) -> None:
-        super().__init__(timeout=20.0)
         self.statuses = list(statuses)
         self.headers = headers or {}
         self.requests: list[list[str]] = []

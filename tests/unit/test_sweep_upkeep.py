@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from sitemap_updater.adapters.http import HttpClient, HttpResponse
 from sitemap_updater.core.moments import to_micros
+from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.sweep import robots_warning, sweep, upkeep
 from tests.conftest import BASE
 from tests.unit.test_recovery import Crash, Stack, crash, page, replace_settings
@@ -21,11 +21,12 @@ from tests.unit.test_recovery import Crash, Stack, crash, page, replace_settings
 INDEX = f"{BASE}/sitemap.xml"
 
 
-class Robots(HttpClient):
+class Robots:
     """Answers every request with one status and body; records (method, URL)."""
 
+    timeout = 20.0  # the Http port: the most one request may wait
+
     def __init__(self, status: int, body: str = "") -> None:
-        super().__init__()
         self.answer = HttpResponse(status, {}, body)
         self.requests: list[tuple[str, str]] = []
 

@@ -11,7 +11,8 @@ from typing import Any
 from sitemap_updater.core.urls import Site
 from sitemap_updater.core.webhooks_signatures import WebhookRequest
 from sitemap_updater.local.webhooks import Sample
-from sitemap_updater.service.webhooks import WebhookReceiver, load_mapping
+from sitemap_updater.service.webhooks import WebhookReceiver
+from sitemap_updater.wiring.webhooks import load_mapping
 from tests.conftest import BASE
 
 SAMPLE = Path(__file__).resolve().parents[2] / "events" / "webhooks" / "generic" / "publish.json"

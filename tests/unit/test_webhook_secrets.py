@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sitemap_updater.adapters.secrets import CachedSecrets, SecretsUnavailable
+from sitemap_updater.adapters.secrets import CachedSecrets
+from sitemap_updater.ports import SecretsUnavailable
 
 
 class Clock:

@@ -5,15 +5,9 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True, slots=True)
-class HttpResponse:
-    status: int
-    headers: dict[str, str]
-    body: str
+from sitemap_updater.ports import HttpResponse
 
 
 class HttpClient:

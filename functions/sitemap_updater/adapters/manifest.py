@@ -19,13 +19,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from sitemap_updater.adapters.backoff import Backoff
 from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
@@ -45,44 +45,6 @@ class StillUnprocessed(RuntimeError):
 
 class TransactionConflicts(RuntimeError):
     """Concurrent transactions kept touching the same items; the caller's message is retried."""
-
-
-@dataclass(frozen=True, slots=True)
-class PageFields:
-    """What the page-state item holds about the newest event of a URL."""
-
-    url: str
-    rank: str
-    kind: str
-    section: str
-    key: int
-    digest: str
-    lastmod: str
-    # For recovery, while ``pending``: how the entry changed, and the section the page left (empty: none).
-    change: str
-    moved_from: str
-
-
-@dataclass(frozen=True, slots=True)
-class PageRecord(PageFields):
-    """The page-state item as read: what ingest needs to decide whether an event is stale, a no-op or a change."""
-
-    pending: bool
-
-
-@dataclass(frozen=True, slots=True)
-class SentRecord:
-    """What a search engine last accepted for a URL: until when to stay quiet, and the entry's digest."""
-
-    quiet_until_s: int
-    digest: str
-
-
-@dataclass(frozen=True, slots=True)
-class PageWrite(PageFields):
-    """A change to record: the new page state and its manifest entry (an encoded PageState)."""
-
-    record: bytes
 
 
 def _s(value: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from sitemap_updater.adapters.http import HttpClient, HttpResponse
+from sitemap_updater.ports import Http, HttpResponse
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
@@ -54,7 +54,7 @@ class _ServiceAccountToken:
 class SearchConsole:
     """``PUT {api}/sites/{siteUrl}/sitemaps/{feedpath}``."""
 
-    def __init__(self, http: HttpClient, token: Callable[[], str], api: str = API) -> None:
+    def __init__(self, http: Http, token: Callable[[], str], api: str = API) -> None:
         self._http = http
         self._token = token
         self._api = api.rstrip("/")

@@ -13,9 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-
-class SecretsUnavailable(RuntimeError):
-    """The secret store could not be read and nothing is cached: answer 5xx so that the CMS retries."""
+from sitemap_updater.ports import SecretsUnavailable
 
 
 def secret_reader(client: Any, secret_id: str) -> Callable[[], str]:

@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sitemap_updater.service.ingest import DeadLettered, Rejected, ingest_message
 from sitemap_updater.service.rebuild import MarkBatch
-from sitemap_updater.service.runtime import current_pipeline
+from sitemap_updater.wiring.pipeline import current_pipeline
 
 logger = Logger()
 metrics = Metrics()

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sitemap_updater.handlers.dead_letters import report_dead_letters
 from sitemap_updater.service.batches import notify_batch
 from sitemap_updater.service.notify import search_console_hint
-from sitemap_updater.service.runtime import current_notifiers, current_pipeline
+from sitemap_updater.wiring.pipeline import current_notifiers, current_pipeline
 
 logger = Logger()
 metrics = Metrics()

@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sitemap_updater.handlers.dead_letters import report_dead_letters
 from sitemap_updater.service.batches import index_batch
-from sitemap_updater.service.runtime import current_pipeline
+from sitemap_updater.wiring.pipeline import current_pipeline
 
 logger = Logger()
 metrics = Metrics()

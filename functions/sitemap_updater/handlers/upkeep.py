@@ -8,8 +8,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sitemap_updater.service.runtime import current_pipeline
 from sitemap_updater.service.sweep import upkeep
+from sitemap_updater.wiring.pipeline import current_pipeline
 
 logger = Logger()
 

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.data_classes import LambdaFunctionUrlEvent,
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sitemap_updater.core.webhooks_signatures import WebhookRequest
-from sitemap_updater.service.webhooks import current_receiver
+from sitemap_updater.wiring.webhooks import current_receiver
 
 logger = Logger()
 metrics = Metrics()

@@ -31,10 +31,9 @@ from sitemap_updater.service.bulk_import import ImportResult, import_events
 from sitemap_updater.service.index import IndexRebuild
 from sitemap_updater.service.ingest import IngestResult, Rejected
 from sitemap_updater.service.notify import NotifyResult
-from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import SectionRebuild
-from sitemap_updater.service.runtime import use_pipeline
 from sitemap_updater.settings import Settings
+from sitemap_updater.wiring.pipeline import connect_pipeline, use_pipeline
 
 TEMPLATE = Path(__file__).resolve().parents[3] / "template.yaml"
 _MAX_ROUNDS = 10_000
@@ -127,7 +126,7 @@ class LocalRun:
         # One pipeline: while a handler runs, its calls are checked against its function's policy; outside
         # (the operator's import, tests) nothing is restricted.
         self.iam = Enforcer(self.stack.policies)
-        self.pipeline = Pipeline.connect(
+        self.pipeline = connect_pipeline(
             self.settings, self.iam.guarded(session().client), endpoint_url, observe=self._results.append, **extra
         )
         self._sqs = session().client("sqs", endpoint_url=endpoint_url)

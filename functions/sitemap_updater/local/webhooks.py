@@ -160,7 +160,8 @@ def deliver(
     from sitemap_updater.adapters.webhook_documents import DocumentUrls
     from sitemap_updater.handlers.webhook import handler
     from sitemap_updater.local.stack import session
-    from sitemap_updater.service.webhooks import WebhookReceiver, load_mapping, use_receiver
+    from sitemap_updater.service.webhooks import WebhookReceiver
+    from sitemap_updater.wiring.webhooks import load_mapping, use_receiver
 
     keys: dict[str, str] = {cms: secrets.token_hex(32) for cms in CMSES}
     make = run.iam.guarded(session().client)
@@ -184,7 +185,7 @@ def deliver(
 def sample_files(paths: list[Path], mapping_file: Path) -> list[Path]:
     """The sample files ``paths`` name (a directory: its ``*.json`` files in name order), each read and checked,
     and the mapping file read and validated; ValueError says what is wrong, before any stack is created."""
-    from sitemap_updater.service.webhooks import load_mapping
+    from sitemap_updater.wiring.webhooks import load_mapping
 
     try:
         load_mapping(mapping_file)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitemap_updater.adapters.queues import MessageQueue
+from sitemap_updater.ports import Queue
 
 REASON_LIMIT = 1000  # characters of the reason kept in the message attribute
 
@@ -18,7 +18,7 @@ class DeadLetters:
     """A queue's dead-letter queue as its consumer sees it. ``max_receive_count`` is the queue's
     ``maxReceiveCount`` (its RedrivePolicy); 0, or no queue, leaves failures to SQS."""
 
-    queue: MessageQueue | None
+    queue: Queue | None
     max_receive_count: int
 
     def is_last(self, receive_count: int) -> bool:
@@ -55,7 +55,7 @@ def error_text(exc: BaseException) -> str:
 
 
 def dead_letter(
-    queue: MessageQueue,
+    queue: Queue,
     body: str,
     reason: str,
     message_id: str,

@@ -6,10 +6,10 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from sitemap_updater.adapters.manifest import PageRecord, PageWrite
 from sitemap_updater.core.entry import w3c_micros
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import PageEvent, parse_event
+from sitemap_updater.core.pages import PageRecord, PageWrite
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
 from sitemap_updater.service.dead_letters import DeadLetters, dead_letter, error_text, failure_reason

@@ -11,12 +11,11 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from sitemap_updater.adapters.http import HttpClient, HttpResponse
-from sitemap_updater.adapters.manifest import SentRecord
-from sitemap_updater.adapters.search_console import SearchConsole
 from sitemap_updater.core.messages import UNKNOWN_DIGEST, read_change_records
 from sitemap_updater.core.moments import to_micros
+from sitemap_updater.core.pages import SentRecord
 from sitemap_updater.core.sharding import INDEX_NAME
+from sitemap_updater.ports import Http, HttpResponse, SearchConsoleApi
 from sitemap_updater.service.pipeline import Pipeline
 
 MAX_URLS_PER_REQUEST = 10_000
@@ -64,8 +63,8 @@ class NotifyResult:
 class Notifiers:
     """The HTTP side of notifications, built once per cold start."""
 
-    http: HttpClient
-    search_console: SearchConsole | None = None
+    http: Http
+    search_console: SearchConsoleApi | None = None
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
 
@@ -220,7 +219,7 @@ def _post_indexnow(
 
 def _search_console(
     pipeline: Pipeline,
-    console: SearchConsole,
+    console: SearchConsoleApi,
     notifiers: Notifiers,
     now_s: int,
     result: NotifyResult,

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
-from sitemap_updater.adapters.manifest import PageFields
 from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile, range_lastmod
 from sitemap_updater.core.messages import (
     DirtyMark,
@@ -23,6 +22,7 @@ from sitemap_updater.core.messages import (
     section_index_request,
 )
 from sitemap_updater.core.moments import to_micros
+from sitemap_updater.core.pages import PageFields
 from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, render_urlset

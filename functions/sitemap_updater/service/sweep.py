@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.core.messages import cleanup_message, news_expiry_message
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME
+from sitemap_updater.ports import Http
 from sitemap_updater.service.index import grace_over
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import requeue
@@ -20,7 +20,7 @@ class SweepResult:
     robots_warning: str | None = None
 
 
-def robots_warning(pipeline: Pipeline, http: HttpClient) -> str | None:
+def robots_warning(pipeline: Pipeline, http: Http) -> str | None:
     """A warning when the site's robots.txt does not name the index (the one network call the sweep makes)."""
     index_url = pipeline.site.file_url(INDEX_NAME)
     response = http.request("GET", pipeline.site.file_url("robots.txt"))
@@ -33,7 +33,7 @@ def robots_warning(pipeline: Pipeline, http: HttpClient) -> str | None:
     return f"robots.txt does not name the sitemap index; add the line 'Sitemap: {index_url}'"
 
 
-def sweep(pipeline: Pipeline, http: HttpClient | None = None) -> SweepResult:
+def sweep(pipeline: Pipeline, http: Http | None = None) -> SweepResult:
     """Queue a rebuild for every page still marked pending (found through the table's sparse index)."""
     requeued = 0
     for page in pipeline.store.pending_pages():

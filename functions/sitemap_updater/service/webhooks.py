@@ -12,42 +12,18 @@ its own (Storyblok's): its events carry the arrival, so a resend (Storyblok does
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from sitemap_updater.adapters.queues import MessageQueue
-from sitemap_updater.adapters.secrets import CachedSecrets, SecretsUnavailable, secret_reader
-from sitemap_updater.adapters.webhook_documents import DocumentUrls
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site
 from sitemap_updater.core.webhooks_mapping import Unmapped, WebhookMapping, document_order, map_document, withdrawn
 from sitemap_updater.core.webhooks_payloads import Document, Ignored, PayloadError, read_document
 from sitemap_updater.core.webhooks_signatures import CMSES, Cms, SignatureRejected, WebhookRequest, verify
-from sitemap_updater.service.runtime import BotocoreClients
-from sitemap_updater.settings import Settings
-
-FUNCTIONS_DIR = Path(__file__).resolve().parents[2]  # /var/task on Lambda: where the mapping file is deployed
-
-
-class EventQueue(Protocol):
-    def send(self, body: dict[str, Any], group: str | None = None, dedup: str | None = None) -> None: ...
-
-
-class DocumentStore(Protocol):
-    def recall(self, cms: str, doc_id: str) -> list[str]: ...
-
-    def remember(self, cms: str, doc_id: str, urls: list[str], order: str) -> bool: ...
-
-
-class SecretStore(Protocol):
-    def secrets(self, cms: str) -> tuple[str, ...]: ...
-
-    def refresh(self) -> bool: ...
+from sitemap_updater.ports import DocumentStore, EventQueue, SecretStore, SecretsUnavailable
 
 
 @dataclass(frozen=True)
@@ -163,41 +139,3 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, PayloadError | Unmapped):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
-
-
-def load_mapping(path: str | Path) -> WebhookMapping:
-    """Read and validate a mapping file (JSON); a relative path is relative to the functions' directory."""
-    resolved = Path(path) if Path(path).is_absolute() else FUNCTIONS_DIR / path
-    return WebhookMapping.model_validate_json(resolved.read_bytes())
-
-
-_current: WebhookReceiver | None = None
-
-
-def current_receiver() -> WebhookReceiver:
-    """The receiver of this process, built at the first request (cold start) from the environment."""
-    global _current
-    if _current is None:
-        settings = Settings.from_env(os.environ)
-        if not settings.ingest_queue_url or not settings.webhook_secret_id:
-            raise RuntimeError("INGEST_QUEUE_URL and WEBHOOK_SECRET_ID must be set for the webhook function")
-        clients = BotocoreClients()
-        _current = WebhookReceiver(
-            site=settings.site,
-            mapping=load_mapping(settings.webhook_mapping_file),
-            secrets=CachedSecrets(
-                secret_reader(clients.client("secretsmanager"), settings.webhook_secret_id),
-                settings.webhook_secret_ttl_seconds,
-            ),
-            queue=MessageQueue(clients.client("sqs"), settings.ingest_queue_url),
-            max_body_bytes=settings.webhook_max_body_bytes,
-            window_s=settings.webhook_window_seconds,
-            documents=DocumentUrls(clients.client("dynamodb"), settings.manifest_table),
-        )
-    return _current
-
-
-def use_receiver(receiver: WebhookReceiver | None) -> None:
-    """Serve the handler of this process with ``receiver`` (local runs and tests); None resets."""
-    global _current
-    _current = receiver

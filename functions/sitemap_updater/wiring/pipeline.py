@@ -1,0 +1,109 @@
+"""Wiring at the edge: the AWS clients and adapters of the pipeline, built once per process at cold start from
+the environment (or set by a local runner and tests). ``service/`` only receives them, as ports."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import botocore.session
+from botocore.config import Config
+
+from sitemap_updater.adapters.http import HttpClient
+from sitemap_updater.adapters.manifest import ManifestStore
+from sitemap_updater.adapters.queues import MessageQueue
+from sitemap_updater.adapters.search_console import SearchConsole, service_account_token
+from sitemap_updater.adapters.storage import SitemapBucket
+from sitemap_updater.service.notify import Notifiers
+from sitemap_updater.service.pipeline import Pipeline, utc_now
+from sitemap_updater.settings import Settings
+
+# Every AWS client retries inside botocore in "standard" mode: throttling (DynamoDB's
+# ProvisionedThroughputExceededException and ThrottlingException, S3's 503 SlowDown, SQS's RequestThrottled),
+# 5xx and transient network errors, with exponential backoff and full jitter, and a retry quota that stops
+# retrying when most calls fail. Not "adaptive": its client-side rate limiter learns from one client's
+# throttles, and a Lambda container's client lives for a few invocations among many concurrent ones.
+# Four attempts: the worst backoff (about 1 + 2 + 4 s for throttles) still fits the ingest function's 30 s.
+# What is still failing after that raises, the invocation (or its batch item) fails, and SQS redelivers.
+CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})  # "max_attempts" counts retries only
+
+
+class BotocoreClients:
+    """AWS clients from a plain botocore session: the clients boto3 would make, without importing boto3 and
+    s3transfer (about 100 ms of every cold start); region and credentials come from the Lambda environment."""
+
+    def __init__(self) -> None:
+        self._session = botocore.session.get_session()
+
+    def client(self, service_name: str, **kwargs: Any) -> Any:
+        """One client, with the pipeline's retry configuration unless ``config`` is given."""
+        kwargs.setdefault("config", CLIENT_CONFIG)
+        return self._session.create_client(service_name, **kwargs)
+
+
+def connect_pipeline(
+    settings: Settings,
+    make_client: Callable[..., Any],
+    endpoint_url: str | None = None,
+    clock: Callable[[], datetime] | None = None,
+    observe: Callable[[object], None] | None = None,
+) -> Pipeline:
+    """Build the clients (optionally against a local endpoint) and the AWS adapters around them.
+
+    ``make_client(service_name, **options)`` makes one AWS client: a boto3 session's ``client`` method, or
+    ``BotocoreClients().client`` on Lambda."""
+    extra: dict[str, Any] = {"config": CLIENT_CONFIG}
+    if endpoint_url:
+        extra["endpoint_url"] = endpoint_url
+    sqs = make_client("sqs", **extra)
+    return Pipeline(
+        settings=settings,
+        store=ManifestStore(make_client("dynamodb", **extra), settings.manifest_table),
+        bucket=SitemapBucket(make_client("s3", **extra), settings.bucket_name, settings.cdn_max_age_seconds),
+        rebuild_queue=MessageQueue(sqs, settings.rebuild_queue_url),
+        index_queue=MessageQueue(sqs, settings.index_queue_url),
+        notify_queue=MessageQueue(sqs, settings.notify_queue_url),
+        dead_letters=MessageQueue(sqs, settings.ingest_dlq_url),
+        clock=clock or utc_now,
+        observe=observe or (lambda _result: None),
+        rebuild_dead_letters=MessageQueue(sqs, settings.rebuild_dlq_url) if settings.rebuild_dlq_url else None,
+        index_dead_letters=MessageQueue(sqs, settings.index_dlq_url) if settings.index_dlq_url else None,
+        notify_dead_letters=MessageQueue(sqs, settings.notify_dlq_url) if settings.notify_dlq_url else None,
+    )
+
+
+_current: Pipeline | None = None
+_notifiers: Notifiers | None = None
+
+
+def current_pipeline() -> Pipeline:
+    """The pipeline for this process; the first call reads and validates the settings (cold start)."""
+    global _current
+    if _current is None:
+        _current = connect_pipeline(Settings.from_env(os.environ), BotocoreClients().client)
+    return _current
+
+
+def current_notifiers() -> Notifiers:
+    """HTTP clients for notifications; Search Console only when a secret is configured."""
+    global _notifiers
+    if _notifiers is None:
+        settings = current_pipeline().settings
+        http = HttpClient()
+        console = None
+        if settings.search_console_secret_arn:
+            token = service_account_token(
+                BotocoreClients().client("secretsmanager"), settings.search_console_secret_arn
+            )
+            console = SearchConsole(http, token, settings.search_console_api)
+        _notifiers = Notifiers(http, console)
+    return _notifiers
+
+
+def use_pipeline(pipeline: Pipeline | None, notifiers: Notifiers | None = None) -> None:
+    """Run the handlers of this process against ``pipeline`` (local runs and tests); None resets."""
+    global _current, _notifiers
+    _current = pipeline
+    _notifiers = notifiers
