@@ -308,10 +308,14 @@ class _Progress:
             self._stream.write("\n")
 
 
+def _indexes_text(indexes: list[str]) -> str:
+    return INDEX_NAME if len(indexes) <= 1 else f"{len(indexes)} index files ({INDEX_NAME} and sitemap-index-*.xml)"
+
+
 def _summary(result: BuildResult, out: Path, seconds: float) -> str:
     lines = [
         f"{result.lines:,} lines read: {result.accepted:,} events accepted, {len(result.rejections):,} rejected",
-        f"{len(result.files):,} sitemap files + sitemap.xml in {out}: {result.urls:,} URLs, "
+        f"{len(result.files):,} sitemap files + {_indexes_text(result.indexes)} in {out}: {result.urls:,} URLs, "
         f"{result.gzip_bytes:,} bytes written ({result.xml_bytes:,} bytes of XML) in {seconds:.1f} s",
     ]
     if result.removed:
@@ -378,7 +382,8 @@ def _build_from(events: Path, name: str, args: argparse.Namespace) -> int:
     _report_lines(name, result, args.quiet)
     print(_summary(result, args.out, time.perf_counter() - started))
     print(f"for the site's robots.txt (once the files are served from {args.site.base_url}/):")
-    print(f"Sitemap: {args.site.base_url}/{INDEX_NAME}")
+    for index in result.indexes or [INDEX_NAME]:
+        print(f"Sitemap: {args.site.base_url}/{index}")
     return EXIT_OK
 
 

@@ -7,13 +7,14 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE, Limits
+from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_FILES_PER_INDEX, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError, parse_sections
 
 _ENV = {
     "site_url": "SITE_URL",
     "max_urls_per_file": "MAX_URLS_PER_FILE",
     "sections": "SECTIONS",
+    "max_files_per_index": "MAX_FILES_PER_INDEX",
     "manifest_table": "MANIFEST_TABLE",
     "bucket_name": "BUCKET_NAME",
     "rebuild_queue_url": "REBUILD_QUEUE_URL",
@@ -62,6 +63,8 @@ class Settings(BaseModel):
 
     site_url: Name
     max_urls_per_file: Annotated[int, Field(ge=1, le=MAX_URLS_PER_FILE)] = DEFAULT_URLS_PER_FILE
+    # Files one index may name: 50,000 (the protocol's limit); lower only to try several index files on a small site.
+    max_files_per_index: Annotated[int, Field(ge=1, le=MAX_FILES_PER_INDEX)] = MAX_FILES_PER_INDEX
     # First path segments whose pages get files of their own ("blog,news"; "*": every one); the rest are in root.
     sections: str = ""
     manifest_table: Name
@@ -142,4 +145,4 @@ class Settings(BaseModel):
 
     @property
     def limits(self) -> Limits:
-        return Limits(max_urls=self.max_urls_per_file)
+        return Limits(max_urls=self.max_urls_per_file, max_files_per_index=self.max_files_per_index)

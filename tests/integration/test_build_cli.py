@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib.metadata
 import io
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -407,17 +409,26 @@ def test_50001_distinct_first_segments_build_into_a_few_files_by_default(
     capsys.readouterr()
 
 
-def test_every_first_segment_its_own_section_stops_at_the_index_limit_with_advice(
+def test_past_the_files_one_index_may_name_build_writes_several_index_files_and_prints_each(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given more sections than an index may name files (the limit lowered to keep the test small)
-    monkeypatch.setattr("sitemap_updater.core.render.MAX_FILES_PER_INDEX", 3)
-    export = write_jsonl(tmp_path / "users.jsonl", [event(f"{BASE}/user-{n}/profile") for n in range(4)])
+    # Given 10 sections of one file each, and index files that may name 3 files (50,000 in use)
+    monkeypatch.setattr("sitemap_updater.cli.Limits", functools.partial(Limits, max_files_per_index=3))
+    export = write_jsonl(tmp_path / "many.jsonl", [event(f"{BASE}/s{n}/page") for n in range(10)])
     out = tmp_path / "out"
-    # When each first segment gets its own files
-    assert run_build(export, out, "--sections", "*", "--workers", "1") == 1
-    # Then nothing is written and the reason says which settings would help
-    err = capsys.readouterr().err
-    assert "4 sitemap files exceed the index limit of 3" in err
-    assert "--sections" in err and "--max-urls-per-file" in err
-    assert not out.exists() or not any(out.iterdir())
+    # When the site is built
+    assert run_build(export, out, "--sections", "*", "--workers", "1") == 0
+    # Then several index files name every file once, none more than 3, and robots.txt gets a line for each
+    indexes = sorted(p.name for p in out.glob("sitemap*.xml"))
+    assert "sitemap.xml" in indexes and len(indexes) >= 4
+    named = [loc for name in indexes for loc in re.findall(r"<loc>[^<]+/([^<]+)</loc>", (out / name).read_text())]
+    assert all((out / name).read_text().count("<sitemap>") <= 3 for name in indexes)
+    assert sorted(named) == sorted(p.name for p in out.glob("*.xml.gz"))
+    printed = capsys.readouterr().out
+    assert sorted(re.findall(r"^Sitemap: \S+/(\S+)$", printed, re.M)) == indexes
+    if XSD_VALIDATE.exists():
+        checked = subprocess.run([sys.executable, str(XSD_VALIDATE), *map(str, out.iterdir())], capture_output=True)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    # And a smaller site built into the same directory leaves sitemap.xml alone, the other index files removed
+    assert run_build(write_jsonl(tmp_path / "few.jsonl", [event(f"{BASE}/s0/page")]), out, "--sections", "*") == 0
+    assert sorted(p.name for p in out.iterdir()) == ["sitemap-s0-00000000.xml.gz", "sitemap.xml"]

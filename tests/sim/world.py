@@ -10,6 +10,7 @@ import importlib.util
 import io
 import logging
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,7 +22,7 @@ from typing import Any
 from lxml import etree
 
 from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX, SitemapBucket
-from sitemap_updater.core.sharding import INDEX_NAME, Limits
+from sitemap_updater.core.sharding import Limits
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.service.ingest import IngestResult, Outcome
@@ -39,6 +40,7 @@ from tests.sim.scheduler import Clock, Faults, LambdaDied, Scheduler, Task
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 ACCOUNT = "123456789012"
 NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+INDEX_FILE = re.compile(r"sitemap(-index-\d+)?\.xml")  # sitemap.xml and the further index files
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,8 @@ class Simulation:
         self.max_urls = self.rng.choice([3, 4, 6, 10])
         if config.max_urls is not None:
             self.max_urls = config.max_urls
+        # Index files that may name 2 files in a quarter of the sequences, so that sites get several of them.
+        self.max_files_per_index = 2 if config.seed % 4 == 0 else 50_000
         self._parsed: dict[str, dict[str, bytes]] = {}
         self.ever: dict[str, set[bytes]] = {}
         self._crashed: set[str] = set()
@@ -159,7 +163,8 @@ class Simulation:
         self._shown_changes: Counter[str] = Counter()
         self._accepted_at: dict[str, list[float]] = {}  # URL -> when ingest accepted a change of it
         self._shown_at: list[tuple[str, float]] = []  # (URL, when a file first showed its new content)
-        self._indexes: list[tuple[float, frozenset[str]]] = []  # every index put: when, and the files it names
+        self._indexes: list[tuple[float, frozenset[str]]] = []  # every index put: when, and the files they name
+        self._index_files: dict[str, frozenset[str]] = {}  # each published index file: the files it names
         self._build_stack()
 
     # --- set-up from the template ----------------------------------------------------------------------
@@ -192,6 +197,7 @@ class Simulation:
         variables = template["Globals"]["Function"]["Environment"]["Variables"]
         env = {key: _resolve(value, params, physical) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
+        env.update(MAX_FILES_PER_INDEX=str(self.max_files_per_index))
         settings = Settings.from_env(env)
         self.store = FakeStore(self.sched, self.clock)
         self.store.refused_urls.add(REFUSED_URL)
@@ -264,18 +270,18 @@ class Simulation:
                 if not any(url in self._entries(o.data) for n, o in self.s3.objects.items()
                            if n.endswith(".xml.gz") and n != name and not n.startswith(SNAPSHOT_PREFIX)):  # fmt: skip
                     self._last_shown.pop(url, None)
-        if name == INDEX_NAME and new is None:  # the site has no pages left: a crawler finds no index, once the
-            self._indexes.append((self.clock.now, frozenset()))  # CDN's cached copy has expired
-        index = self.s3.objects.get(INDEX_NAME)
-        if index is not None:
-            names = frozenset(
-                (loc.text or "").removeprefix(f"{BASE}/")
-                for loc in etree.fromstring(index.data).iterfind("s:sitemap/s:loc", NS)
-            )
-            if name == INDEX_NAME and new is not None:
-                self._indexes.append((self.clock.now, names))
-            for named in sorted(names - set(self.s3.objects)):
-                self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
+        if INDEX_FILE.fullmatch(name):  # sitemap.xml or a further index file: what the index files name changed
+            if new is None:
+                self._index_files.pop(name, None)
+            else:
+                self._index_files[name] = frozenset(
+                    (loc.text or "").removeprefix(f"{BASE}/")
+                    for loc in etree.fromstring(new.data).iterfind("s:sitemap/s:loc", NS)
+                )
+            # No index left: the site has no pages; a crawler finds none once the CDN's cached copy has expired.
+            self._indexes.append((self.clock.now, frozenset().union(*self._index_files.values())))
+        for named in sorted(frozenset().union(*self._index_files.values()) - set(self.s3.objects)):
+            self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
         if new is None and name.endswith(".xml.gz"):
             # The CDN may serve any index put within the cache lifetime before now: none of them may name it.
             lifetime = self.pipeline.settings.cdn_max_age_seconds
@@ -452,7 +458,8 @@ class Simulation:
         published = {n: o.data for n, o in self.s3.objects.items() if n.endswith((".xml", ".xml.gz"))}
         recorded = {url: page.lastmod for url, page in self.store.pages.items()}
         as_of = AS_OF_US + round(self.clock.now * 1_000_000)
-        site = expected_site(accepted, Limits(max_urls=self.max_urls), as_of, recorded, violations)
+        limits = Limits(max_urls=self.max_urls, max_files_per_index=self.max_files_per_index)
+        site = expected_site(accepted, limits, as_of, recorded, violations)
         expected = site.all_bytes() if site.files else {}  # an index must name a sitemap: none without pages
         # And against the reference model written from the rules alone (tests/oracle.py), not from the core.
         independent = oracle.check_published(published, accepted, as_of, recorded)

@@ -45,7 +45,7 @@ class Stack:
     """The pipeline on in-memory AWS; ``drain`` runs rebuilds and index rebuilds until the queues are empty,
     leaving a failed batch's messages on their queue (as SQS redelivers them)."""
 
-    def __init__(self, max_urls: int = 3, now: datetime = NOW) -> None:
+    def __init__(self, max_urls: int = 3, now: datetime = NOW, max_files_per_index: int = 50_000) -> None:
         self.clock = Clock()
         sched = Scheduler(random.Random(0), self.clock, Faults(random.Random(0), 0.0))
         self.store = FakeStore(sched, self.clock)
@@ -53,7 +53,8 @@ class Stack:
         names = ("rebuild", "index", "notify", "dlq")
         self.queues = {name: SimQueueState(name, name != "dlq", 30.0, None) for name in names}
         settings = Settings(
-            site_url=BASE, sections=SECTIONS, max_urls_per_file=max_urls, manifest_table="t", bucket_name="b",
+            site_url=BASE, sections=SECTIONS, max_urls_per_file=max_urls, max_files_per_index=max_files_per_index,
+            manifest_table="t", bucket_name="b",
             rebuild_queue_url="rebuild", index_queue_url="index", notify_queue_url="notify", ingest_dlq_url="dlq",
         )  # fmt: skip
 
@@ -114,12 +115,16 @@ class Stack:
     def notifications(self) -> list[dict[str, Any]]:
         return [json.loads(m.body) for m in self.queues["notify"].messages]
 
+    def named(self) -> list[str]:
+        """The files the published index files name (sitemap.xml and any sitemap-index-<n>.xml)."""
+        indexes = [o for n, o in sorted(self.s3.objects.items()) if re.fullmatch(r"sitemap(-index-\d+)?\.xml", n)]
+        return [
+            n for o in indexes for n in re.findall(r"<loc>https://www\.example\.com/([^<]+)</loc>", o.data.decode())
+        ]
+
     def shown(self) -> dict[str, str]:
-        """URL -> element over the files the published index names."""
-        index = self.s3.objects.get("sitemap.xml")
-        if index is None:
-            return {}
-        names = re.findall(r"<loc>https://www\.example\.com/([^<]+)</loc>", index.data.decode())
+        """URL -> element over the files the published index files name."""
+        names = self.named()
         shown: dict[str, str] = {}
         for name in names:
             text = gzip.decompress(self.s3.objects[name].data).decode()
@@ -133,9 +138,9 @@ class Stack:
         """Published = the reference model; every object in the bucket is named by the index."""
         recorded = {url: page.lastmod for url, page in self.store.pages.items() if page.kind == "live"}
         assert self.shown() == oracle.expected_elements(self.sent, AS_OF_US, recorded)
-        index = self.s3.objects.get("sitemap.xml")
-        names = re.findall(r"<loc>https://www\.example\.com/([^<]+)</loc>", index.data.decode()) if index else []
+        names = self.named()
         named = set(names)
+        assert len(names) == len(named), "a file is named by two index files"
         assert {n for n in self.s3.objects if n.endswith(".xml.gz")} == named
         # settled: every record's digest is what the bucket holds, and the index has announced it
         assert not any(f.unsettled or f.pending_index for f in self.store.file_records.values())
@@ -546,7 +551,7 @@ def test_the_index_change_record_names_the_new_index() -> None:
     stack.drain()
     [record] = [r for r in stack.notifications() if "index" in r]
     digest = hashlib.sha256(stack.s3.objects["sitemap.xml"].data).hexdigest()
-    assert record == {"index": {"generation": 1, "sha256": digest}}
+    assert record == {"index": {"generation": 1, "sha256": digest, "names": ["sitemap.xml"]}}
 
 
 def test_one_changed_page_rewrites_one_file_and_reads_only_its_snapshot_and_the_page() -> None:

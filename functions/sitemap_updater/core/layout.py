@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sitemap_updater.core.entry import Entry
-from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, RenderedFile, render_index, render_urlset
+from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, RenderedFile, render_indexes, render_urlset
 from sitemap_updater.core.sharding import INDEX_NAME, KeyRange, Limits, plan_ranges
 
 
@@ -64,8 +64,12 @@ class SiteFiles:
     """Every file of a site: sitemap files by name, and the index bytes."""
 
     files: dict[str, RenderedFile]
-    index: bytes
+    indexes: dict[str, bytes]  # sitemap.xml, and further index files past the files one index may name
     index_items: tuple[IndexItem, ...]
+
+    @property
+    def index(self) -> bytes:
+        return self.indexes[INDEX_NAME]
 
     @property
     def url_count(self) -> int:
@@ -73,9 +77,7 @@ class SiteFiles:
 
     def all_bytes(self) -> dict[str, bytes]:
         """File name -> published bytes, the index included."""
-        out = {name: f.data for name, f in self.files.items()}
-        out[INDEX_NAME] = self.index
-        return out
+        return {**{name: f.data for name, f in self.files.items()}, **self.indexes}
 
 
 def build_site(
@@ -100,7 +102,7 @@ def build_site(
             files[plan.name] = render_urlset(plan.entries, as_of_us)
             items.append(IndexItem(plan.name, plan.lastmod_us))
     index_items = tuple(sorted(items))
-    return SiteFiles(files, render_index(base_url, index_items), index_items)
+    return SiteFiles(files, render_indexes(base_url, index_items, limits.max_files_per_index), index_items)
 
 
 PREV_UNDATED = -1  # PublishedFile.prev_lastmod_us of a name whose earlier bytes showed no lastmod

@@ -119,7 +119,7 @@ class ChangeRecords:
     removed), the last record's in FIFO order, and whether an index was published."""
 
     digests: dict[str, str] = field(default_factory=dict)
-    index_published: bool = False
+    indexes: set[str] = field(default_factory=set)  # index files published (sitemap.xml, sitemap-index-<n>.xml)
 
 
 def change_record(
@@ -131,9 +131,9 @@ def change_record(
     return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
 
 
-def index_change_record(generation: int, sha256: str) -> Message:
-    """An index rebuild published a new index (Search Console is told)."""
-    body = {"index": {"generation": generation, "sha256": sha256}}
+def index_change_record(generation: int, sha256: str, names: list[str]) -> Message:
+    """An index rebuild published index files (``names``; ``sha256`` of them all): Search Console is told."""
+    body = {"index": {"generation": generation, "sha256": sha256, "names": sorted(names)}}
     return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
 
 
@@ -144,7 +144,8 @@ def read_change_records(bodies: Sequence[Mapping[str, Any]]) -> ChangeRecords:
         digests = body.get("digests", {})
         for url in body.get("changed", {}):
             records.digests[url] = str(digests.get(url, UNKNOWN_DIGEST))
-        records.index_published = records.index_published or "index" in body
+        if "index" in body:  # a record of an earlier version names no files: it was sitemap.xml
+            records.indexes.update(body["index"].get("names", ["sitemap.xml"]))
     return records
 
 

@@ -18,7 +18,7 @@ from sitemap_updater.core.entry import (
     w3c_micros,
 )
 from sitemap_updater.core.errors import LimitExceeded
-from sitemap_updater.core.sharding import MAX_FILES_PER_INDEX
+from sitemap_updater.core.sharding import INDEX_NAME, MAX_BYTES_PER_FILE, MAX_FILES_PER_INDEX, MAX_INDEX_FILES
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 EXTENSION_NS = (
@@ -136,21 +136,60 @@ class IndexItem:
 
 
 def render_index(base_url: str, items: Iterable[IndexItem]) -> bytes:
-    """The sitemap index (plain XML), files sorted by name; at most 50,000 of them."""
+    """One sitemap index file (plain XML), files sorted by name; at most 50,000 of them."""
     ordered = sorted(items)
     if len(ordered) > MAX_FILES_PER_INDEX:
-        raise LimitExceeded(
-            f"{len(ordered):,} sitemap files exceed the index limit of {MAX_FILES_PER_INDEX:,}; name fewer "
-            "sections (the Sections setting, --sections, or fewer distinct section fields in the events) or raise "
-            "the URLs per file (MaxUrlsPerFile, --max-urls-per-file)"
-        )
+        raise LimitExceeded(f"{len(ordered):,} sitemap files exceed one index's limit of {MAX_FILES_PER_INDEX:,}")
     parts = [XML_DECLARATION, f'<sitemapindex xmlns="{SITEMAP_NS}">\n'.encode()]
     parts += [
         f"<sitemap><loc>{base_url}/{item.name}</loc>{_index_lastmod(item.lastmod_us)}</sitemap>\n".encode()
         for item in ordered
     ]
     parts.append(b"</sitemapindex>\n")
-    return b"".join(parts)
+    data = b"".join(parts)
+    if len(data) > MAX_BYTES_PER_FILE:
+        raise LimitExceeded(
+            f"an index of {len(ordered):,} files takes {len(data):,} bytes, over {MAX_BYTES_PER_FILE:,}"
+        )
+    return data
+
+
+def index_name(bucket: int) -> str:
+    """The name of index file ``bucket``: ``sitemap.xml`` (always there) for 0, ``sitemap-index-<n>.xml`` else."""
+    return INDEX_NAME if bucket == 0 else f"sitemap-index-{bucket}.xml"
+
+
+def _bucket(name: str, buckets: int) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") % buckets
+
+
+def split_index(items: Iterable[IndexItem], max_entries: int = MAX_FILES_PER_INDEX) -> dict[str, list[IndexItem]]:
+    """The index files a site needs, each with the files it names: one ``sitemap.xml`` while the site has at most
+    ``max_entries`` files; beyond, the files are spread by a hash of their names over the fewest power-of-two
+    index files that each stay within the limit. A pure function of the set of files, and a file added or
+    removed changes one index file only (unless the count of index files doubles or halves)."""
+    ordered = sorted(items)
+    buckets = 1
+    while True:
+        split: list[list[IndexItem]] = [[] for _ in range(buckets)]
+        for item in ordered:
+            split[_bucket(item.name, buckets) if buckets > 1 else 0].append(item)
+        if max(len(part) for part in split) <= max_entries:
+            return {index_name(n): part for n, part in enumerate(split) if part or n == 0}
+        buckets *= 2
+        if buckets > MAX_INDEX_FILES:
+            raise LimitExceeded(
+                f"{len(ordered):,} sitemap files need more than {MAX_INDEX_FILES} index files of "
+                f"{max_entries:,}; name fewer sections (the Sections setting, --sections, or fewer distinct "
+                "section fields in the events) or raise the URLs per file (MaxUrlsPerFile, --max-urls-per-file)"
+            )
+
+
+def render_indexes(
+    base_url: str, items: Iterable[IndexItem], max_entries: int = MAX_FILES_PER_INDEX
+) -> dict[str, bytes]:
+    """Every index file of a site by name (``split_index``), rendered."""
+    return {name: render_index(base_url, part) for name, part in split_index(items, max_entries).items()}
 
 
 def _index_lastmod(lastmod_us: int) -> str:

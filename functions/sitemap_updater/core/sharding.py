@@ -21,6 +21,7 @@ MAX_URLS_PER_FILE = 50_000
 MAX_BYTES_PER_FILE = 52_428_800
 DEFAULT_URLS_PER_FILE = 10_000
 MAX_FILES_PER_INDEX = 50_000
+MAX_INDEX_FILES = 256  # the largest power of two within the 500 index files Search Console takes for a site
 INDEX_NAME = "sitemap.xml"
 
 
@@ -58,16 +59,20 @@ def section_slug(section: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-file limits: URLs (default 10,000 so each rebuild stays small; at most 50,000) and bytes."""
+    """Per-file limits: URLs (default 10,000 so each rebuild stays small; at most 50,000) and bytes; and the files
+    one index may name (50,000; lower only to try several index files on a small site)."""
 
     max_urls: int = DEFAULT_URLS_PER_FILE
     max_bytes: int = MAX_BYTES_PER_FILE
+    max_files_per_index: int = MAX_FILES_PER_INDEX
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_urls <= MAX_URLS_PER_FILE:
             raise ValueError(f"max URLs per file must be from 1 to {MAX_URLS_PER_FILE:,}")
         if not 1024 <= self.max_bytes <= MAX_BYTES_PER_FILE:
             raise ValueError(f"max bytes per file must be from 1,024 to {MAX_BYTES_PER_FILE:,}")
+        if not 1 <= self.max_files_per_index <= MAX_FILES_PER_INDEX:
+            raise ValueError(f"max files per index must be from 1 to {MAX_FILES_PER_INDEX:,}")
 
 
 @dataclass(frozen=True, slots=True, order=True)

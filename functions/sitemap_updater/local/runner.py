@@ -273,8 +273,8 @@ class LocalRun:
                 report.deleted += result.deleted
                 report.changed_urls += list(result.changed_urls)
             elif isinstance(result, IndexRebuild):
-                if result.written:
-                    report.put.append("sitemap.xml")
+                report.put += result.indexes
+                report.deleted += result.removed
             elif isinstance(result, NotifyResult):
                 report.notifications += [n.as_dict() for n in [*result.sent, *result.rejected]]
         self._results.clear()

@@ -45,7 +45,7 @@ from sitemap_updater.core.records import (
     scan_records,
 )
 from sitemap_updater.core.reduce import state_from_event
-from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, render_elements, render_index, render_urlset
+from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, render_elements, render_indexes, render_urlset
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, plan_ranges
 from sitemap_updater.core.urls import Site
 
@@ -54,6 +54,7 @@ BUCKETS = 1 << BUCKET_BITS
 _SHIFT = 64 - BUCKET_BITS
 _CHUNK_BYTES = 4 << 20
 _SITEMAP_FILE = "sitemap-*.xml.gz"
+_INDEX_FILE = "sitemap-index-*.xml"  # index files past the first (sitemap.xml), see core/render.py split_index
 # A build over this share of rejected events is refused (the old output stays): a few bad records still
 # publish (the sample export rejects 2 of 14 lines), a systemic fault (the wrong --site, an exporter that
 # renamed a field for a whole content type) stops before a quarter of the site disappears from its sitemaps.
@@ -87,6 +88,7 @@ class BuildResult:
     gzip_bytes: int = 0
     xml_bytes: int = 0
     removed: list[str] = field(default_factory=list)
+    indexes: list[str] = field(default_factory=list)  # sitemap.xml, then any further index files
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,17 +325,20 @@ def build(
                 raise BuildRefused(reason, result)
             sections = _reduce_all(executor, chunks, spill)
             items = _render_all(executor, sections, spill, limits, as_of_us, staging, result)
-        index = render_index(site.base_url, items)
-        _write_atomic(staging / INDEX_NAME, index)
-        result.gzip_bytes += len(index)
-        result.xml_bytes += len(index)
-        for name in result.files:  # the files first, the index that names them last
+        indexes = render_indexes(site.base_url, items, limits.max_files_per_index)
+        for name, index in indexes.items():
+            _write_atomic(staging / name, index)
+            result.gzip_bytes += len(index)
+            result.xml_bytes += len(index)
+        result.indexes = sorted(indexes, key=lambda name: (name != INDEX_NAME, len(name), name))
+        for name in result.files:  # the files first, the indexes that name them last
             (staging / name).replace(out_dir / name)
-        (staging / INDEX_NAME).replace(out_dir / INDEX_NAME)
+        for name in result.indexes:
+            (staging / name).replace(out_dir / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    keep = set(result.files)
-    for stale in sorted(out_dir.glob(_SITEMAP_FILE)):
+    keep = {*result.files, *result.indexes}
+    for stale in sorted([*out_dir.glob(_SITEMAP_FILE), *out_dir.glob(_INDEX_FILE)]):
         if stale.name not in keep:
             stale.unlink()
             result.removed.append(stale.name)

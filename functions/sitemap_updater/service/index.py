@@ -20,7 +20,7 @@ from sitemap_updater.core.messages import (
     settle_index_request,
 )
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.render import IndexItem, render_index
+from sitemap_updater.core.render import IndexItem, render_indexes
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import index_window
@@ -39,6 +39,8 @@ class IndexRebuild:
     files: int = 0
     unnamed: list[str] = field(default_factory=list)
     settling: int = 0  # files named with their previous lastmod until the CDN's cache lifetime has passed
+    indexes: list[str] = field(default_factory=list)  # index files written (their bytes changed)
+    removed: list[str] = field(default_factory=list)  # index files deleted (no longer needed)
 
 
 def index_items(named: list[PublishedFile], now_us: int, max_age_us: int) -> tuple[list[IndexItem], int]:
@@ -54,6 +56,27 @@ def index_items(named: list[PublishedFile], now_us: int, max_age_us: int) -> tup
         else:
             items.append(IndexItem(published.name, published.lastmod_us))
     return items, settling
+
+
+def _digest_text(digests: dict[str, str]) -> str:
+    """The index record's digest: sitemap.xml's SHA-256 alone while it is the only index file (as ever), else
+    ``name=sha256`` of each index file, space-separated."""
+    if set(digests) <= {INDEX_NAME}:
+        return digests.get(INDEX_NAME, "")
+    return " ".join(f"{name}={digests[name]}" for name in sorted(digests))
+
+
+def published_indexes(recorded: str | None) -> dict[str, str]:
+    """The index files a recorded digest (``Manifest.index_sha``) names, with their digests; while unsettled, the
+    further index files it names (their digests unknown)."""
+    text = recorded or ""
+    if text.startswith(UNSETTLED):
+        return dict.fromkeys(text.split()[1:], "")
+    if not text:
+        return {}
+    if "=" not in text:
+        return {INDEX_NAME: text}
+    return dict(part.split("=", 1) for part in text.split())
 
 
 def grace_over(published: PublishedFile, now_us: int, grace_us: int) -> bool:
@@ -73,22 +96,33 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
     named = [f for f in records if f.state == "live"]
     result = IndexRebuild(generation, files=len(named))
     current = store.index_sha()
-    digest = ""
+    published = published_indexes(current)
     if named:
         items, result.settling = index_items(named, now, settings.cdn_max_age_seconds * 1_000_000)
-        index = render_index(pipeline.site.base_url, items)
-        digest = hashlib.sha256(index).hexdigest()
+        indexes = render_indexes(pipeline.site.base_url, items, pipeline.limits.max_files_per_index)
+        digests = {name: hashlib.sha256(data).hexdigest() for name, data in indexes.items()}
+        digest = _digest_text(digests)
         if digest != current:
-            # Until the new digest is recorded the bucket may hold either index: a crash after the put must not
-            # leave the old digest behind, or a later index equal to the old one would not be written.
-            store.put_index_sha(UNSETTLED, generation)
-            if not pipeline.bucket.publish(INDEX_NAME, index, generation):
-                raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
+            # Until the new digests are recorded the bucket may hold either index: a crash after a put must not
+            # leave the old digests behind, or a later index equal to an old one would not be written. The
+            # names stay, so that a retry still deletes index files no longer needed.
+            store.put_index_sha(" ".join([UNSETTLED, *sorted(set(published) - {INDEX_NAME})]), generation)
+            trusted = {} if current is None or current.startswith(UNSETTLED) else published
+            changed = sorted(name for name in indexes if trusted.get(name) != digests[name])
+            for name in changed:
+                if not pipeline.bucket.publish(name, indexes[name], generation):
+                    raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
+            for gone in sorted(set(published) - set(indexes)):
+                pipeline.bucket.delete(gone)  # further index files the site no longer needs (never sitemap.xml)
+                result.removed.append(gone)
             store.put_index_sha(digest, generation)
             result.written = True
-            pipeline.notify_queue.send(*index_change_record(generation, digest))
+            result.indexes = changed
+            pipeline.notify_queue.send(*index_change_record(generation, digest, changed))
     elif current:  # the site has no pages left; an index must name at least one sitemap, so there is none
-        pipeline.bucket.delete(INDEX_NAME)
+        for gone in sorted({INDEX_NAME, *published}):
+            pipeline.bucket.delete(gone)
+            result.removed.append(gone)
         store.put_index_sha("", generation)
         result.written = True
     changed_since = [f for f in named if f.pending_index and not store.clear_pending_index(f)]

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 from sitemap_updater.core.messages import UNKNOWN_DIGEST, read_change_records
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.pages import SentRecord
-from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.ports import Http, HttpResponse, SearchConsoleApi
 from sitemap_updater.service.pipeline import Pipeline
 
@@ -114,8 +113,9 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
     deadline = notifiers.deadline()
     if settings.indexnow_key:
         _indexnow(digests, pipeline, notifiers, now_s, result, deadline)
-    if read.index_published and notifiers.search_console is not None:
-        _search_console(pipeline, notifiers.search_console, notifiers, now_s, result, deadline)
+    if notifiers.search_console is not None:
+        for index in sorted(read.indexes):
+            _search_console(pipeline, notifiers.search_console, notifiers, index, now_s, result, deadline)
     return result
 
 
@@ -221,12 +221,14 @@ def _search_console(
     pipeline: Pipeline,
     console: SearchConsoleApi,
     notifiers: Notifiers,
+    index: str,
     now_s: int,
     result: NotifyResult,
     deadline: float,
 ) -> None:
+    """Submit one index file to Search Console, at most once per interval."""
     settings = pipeline.settings
-    feed = pipeline.site.file_url(INDEX_NAME)
+    feed = pipeline.site.file_url(index)
     sent = pipeline.store.sent_records([feed], SEARCH_CONSOLE, now_s).get(feed)
     if sent is not None and sent.quiet_until_s > now_s:
         return  # submitted within the interval; Google re-reads a submitted index by itself

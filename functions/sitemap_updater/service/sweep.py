@@ -9,7 +9,7 @@ from sitemap_updater.core.messages import cleanup_message, news_expiry_message
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.ports import Http
-from sitemap_updater.service.index import grace_over
+from sitemap_updater.service.index import grace_over, published_indexes
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import requeue
 
@@ -21,16 +21,25 @@ class SweepResult:
 
 
 def robots_warning(pipeline: Pipeline, http: Http) -> str | None:
-    """A warning when the site's robots.txt does not name the index (the one network call the sweep makes)."""
-    index_url = pipeline.site.file_url(INDEX_NAME)
+    """A warning when the site's robots.txt does not name every index file (the one network call the sweep
+    makes): sitemap.xml, and the further index files of a site past the files one index may name."""
+    names = sorted(published_indexes(pipeline.store.index_sha()), key=lambda n: (n != INDEX_NAME, len(n), n))
+    wanted = [pipeline.site.file_url(name) for name in names or [INDEX_NAME]]
+    lines = "; ".join(f"'Sitemap: {url}'" for url in wanted)
     response = http.request("GET", pipeline.site.file_url("robots.txt"))
     if response.status != 200:
-        return f"robots.txt answered HTTP {response.status}; add 'Sitemap: {index_url}' to it"
+        return f"robots.txt answered HTTP {response.status}; add {lines} to it"
+    named = set()
     for line in response.body.splitlines():
         name, _, value = line.partition(":")
-        if name.strip().lower() == "sitemap" and value.strip() == index_url:
-            return None
-    return f"robots.txt does not name the sitemap index; add the line 'Sitemap: {index_url}'"
+        if name.strip().lower() == "sitemap":
+            named.add(value.strip())
+    missing = [url for url in wanted if url not in named]
+    if not missing:
+        return None
+    if missing == wanted == [pipeline.site.file_url(INDEX_NAME)]:
+        return f"robots.txt does not name the sitemap index; add the line 'Sitemap: {missing[0]}'"
+    return "robots.txt does not name every sitemap index file; add " + "; ".join(f"'Sitemap: {u}'" for u in missing)
 
 
 def sweep(pipeline: Pipeline, http: Http | None = None) -> SweepResult:
