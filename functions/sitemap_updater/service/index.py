@@ -104,9 +104,10 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
         digest = _digest_text(digests)
         if digest != current:
             # Until the new digests are recorded the bucket may hold either index: a crash after a put must not
-            # leave the old digests behind, or a later index equal to an old one would not be written. The
-            # names stay, so that a retry still deletes index files no longer needed.
-            store.put_index_sha(" ".join([UNSETTLED, *sorted(set(published) - {INDEX_NAME})]), generation)
+            # leave the old digests behind, or a later index equal to an old one would not be written.
+            # The names of both (the further index files of either), so a retry deletes those no longer needed.
+            extra = sorted((set(published) | set(indexes)) - {INDEX_NAME})
+            store.put_index_sha(" ".join([UNSETTLED, *extra]), generation)
             trusted = {} if current is None or current.startswith(UNSETTLED) else published
             changed = sorted(name for name in indexes if trusted.get(name) != digests[name])
             for name in changed:
