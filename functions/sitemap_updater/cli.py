@@ -255,6 +255,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
     _adopt_options(imp)
+    from sitemap_updater.cli_verify import add_parser as add_verify
+
+    add_verify(commands)
     commands.add_parser(
         "schema",
         help="print the JSON Schema of the event contract (docs/event.schema.json)",
@@ -411,6 +414,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "schema":
         print(json.dumps(event_json_schema(), indent=2, ensure_ascii=False))
         return EXIT_OK
+    if args.command == "verify":
+        from sitemap_updater.cli_verify import run_verify
+
+        return run_verify(args)
     return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -118,3 +118,22 @@ class SecretStore(Protocol):
     def secrets(self, cms: str) -> tuple[str, ...]: ...
 
     def refresh(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A GET as a crawler sees it: the final URL (after redirects on the site's host), status, headers (names in
+    lower case) and body; ``cut`` when the body was longer than the cap and only its start is here."""
+
+    url: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    cut: bool = False
+
+
+class Fetch(Protocol):
+    """GET a URL as a crawler does (``verify``); never raises for an HTTP status, raises OSError when the
+    server cannot be reached."""
+
+    def __call__(self, url: str) -> Fetched: ...

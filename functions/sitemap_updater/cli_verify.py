@@ -1,0 +1,88 @@
+"""``sitemap-updater verify URL``: the published site as a crawler reads it, checked; a report or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from sitemap_updater.adapters.fetch import WebFetcher
+from sitemap_updater.core.urls import Site, UrlError
+from sitemap_updater.service.verify import Schemas, Verification, verify
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``verify`` command's options."""
+    v = commands.add_parser(
+        "verify",
+        help="read the published site as a crawler does (robots.txt, index files, sitemaps) and check it",
+        description=(
+            "Read a published site as a crawler does: robots.txt (when URL is the site's root) and the index files "
+            "it names, then every sitemap they name, gzip or not. Checks each file's HTTP status, Content-Type, "
+            "Content-Encoding and Cache-Control; XML in the sitemap namespace (or a text sitemap), valid against "
+            "the official schemas when --schemas is given; the limits (50,000 entries, 52,428,800 bytes "
+            "uncompressed); every URL on the site's host, in canonical form and listed once; no lastmod in the "
+            "future; each index lastmod no older than its file's newest. Exit status: 0 no problem (notes may be "
+            "printed); 1 problems, each named with its file; 2 the URL is not usable."
+        ),
+    )
+    v.add_argument("url", metavar="URL", help="the site's root (https://www.example.com), or an index or sitemap URL")
+    v.add_argument(
+        "--site",
+        metavar="URL",
+        help="the canonical scheme and host the pages and sitemaps must be on, when URL is another origin (a "
+        "staging host, the bucket's endpoint): the site's URLs are then read from URL's origin (default: URL's)",
+    )
+    v.add_argument("--json", action="store_true", help="print the whole report as JSON instead of text")
+    v.add_argument(
+        "--schemas",
+        type=Path,
+        metavar="DIR",
+        help="a folder with the official schemas (all-urlset.xsd and siteindex.xsd) to validate every file with",
+    )
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    parts = urlsplit(args.url)
+    try:
+        origin = Site.parse(f"{parts.scheme}://{parts.netloc}")
+        site = Site.parse(args.site) if args.site else origin
+    except UrlError as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    schemas = None
+    if args.schemas is not None:
+        try:
+            schemas = Schemas.load(args.schemas)
+        except OSError as exc:
+            print(f"sitemap-updater: cannot read the schemas in {args.schemas}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    progress = _progress if sys.stderr.isatty() and not args.json else None
+    result = verify(args.url, site, WebFetcher({origin.netloc}), schemas=schemas, progress=progress)
+    if progress is not None:
+        print(file=sys.stderr)
+    print(json.dumps(result.as_dict(), indent=2) if args.json else report(result))
+    return EXIT_PROBLEMS if result.problems else EXIT_OK
+
+
+def _progress(result: Verification) -> None:
+    print(f"\r{len(result.files):,} files, {result.pages:,} pages read", end="", file=sys.stderr, flush=True)
+
+
+def report(result: Verification) -> str:
+    """The text report: one line per file, then problems and notes, then the verdict."""
+    lines = [f"verify {result.location}"]
+    for f in result.files:
+        answer = f"HTTP {f.status}" if f.status is not None else "unreachable"
+        size = f", {f.entries:,} entries, {f.bytes:,} bytes" if f.kind != "robots.txt" and f.status == 200 else ""
+        lines.append(f"  {f.kind}: {f.url}: {answer}{size}")
+    lines += [f"problem: {p}" for p in result.problems]
+    lines += [f"note: {n}" for n in result.notes]
+    count = len(result.problems)
+    verdict = "no problem found" if not count else f"{count:,} problem(s)"
+    lines.append(f"{len(result.files):,} files, {result.pages:,} pages read: {verdict}")
+    return "\n".join(lines)
