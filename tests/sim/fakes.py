@@ -315,7 +315,7 @@ class FakeS3:
 
     def get_paginator(self, name: str) -> Any:
         assert name == "list_objects_v2"
-        return _Pages([{"Contents": [{"Key": key} for key in sorted(self.objects)]}])
+        return _Pages(sorted(self.objects))
 
 
 @dataclass
@@ -328,10 +328,11 @@ class _Body:
 
 @dataclass
 class _Pages:
-    pages: list[dict[str, Any]]
+    keys: list[str]
 
-    def paginate(self, **_kwargs: Any) -> Iterator[dict[str, Any]]:
-        return iter(self.pages)
+    def paginate(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        prefix = kwargs.get("Prefix", "")
+        return iter([{"Contents": [{"Key": key} for key in self.keys if key.startswith(prefix)]}])
 
 
 # --- SQS ---------------------------------------------------------------------------------------------------

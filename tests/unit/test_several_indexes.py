@@ -11,6 +11,7 @@ from sitemap_updater.core.errors import LimitExceeded
 from sitemap_updater.core.render import IndexItem, render_indexes, split_index
 from sitemap_updater.core.sharding import INDEX_NAME, MAX_INDEX_FILES
 from tests.conftest import BASE
+from tests.sim.fakes import S3Object
 from tests.unit.test_recovery import Stack, page
 
 LOC = re.compile(rb"<loc>https://www\.example\.com/([^<]+)</loc>")
@@ -76,4 +77,22 @@ def test_the_pipeline_publishes_several_index_files_and_drops_those_it_no_longer
     stack.drain()
     # Then only sitemap.xml is left, naming the one file left
     assert sorted(n for n in stack.s3.objects if n.endswith(".xml")) == [INDEX_NAME]
+    stack.check()
+
+
+def test_an_index_file_left_by_an_older_index_rebuild_is_deleted_and_a_section_named_index_kept() -> None:
+    # Given a site in several index files, one section named "index" (its files are sitemap-index-<hex>.xml.gz),
+    # and a further index file that an index rebuild of an older generation wrote after a newer one deleted it
+    stack = Stack(max_urls=3, max_files_per_index=2)
+    stack.send(*[page(f"p{n}", section="index" if n == 0 else f"s{n}") for n in range(6)])
+    stack.drain()
+    assert "sitemap-index-00000000.xml.gz" in stack.s3.objects
+    stray = "sitemap-index-31.xml"
+    stack.s3.objects[stray] = S3Object(b"<sitemapindex/>", "etag", 1)
+    # When a page is added and the index files change
+    stack.send(page("p9", section="s9"))
+    stack.drain()
+    # Then the stray index file is gone, the section's file is still there, and the site is as the model has it
+    assert stray not in stack.s3.objects
+    assert "sitemap-index-00000000.xml.gz" in stack.s3.objects
     stack.check()

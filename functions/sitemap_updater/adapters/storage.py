@@ -140,9 +140,13 @@ class SitemapBucket:
                 return None
             raise
 
-    def names(self) -> list[str]:
-        """Every object name in the bucket."""
+    def names(self, prefix: str = "") -> list[str]:
+        """Every object name in the bucket (that starts with ``prefix``)."""
         names: list[str] = []
-        for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):
+        paginator = self._client.get_paginator("list_objects_v2")
+        pages = (
+            paginator.paginate(Bucket=self.bucket, Prefix=prefix) if prefix else paginator.paginate(Bucket=self.bucket)
+        )
+        for page in pages:
             names += [item["Key"] for item in page.get("Contents", [])]
         return names

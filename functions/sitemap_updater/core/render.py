@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
 import zlib
 from collections.abc import Iterable, Sequence
@@ -154,9 +155,18 @@ def render_index(base_url: str, items: Iterable[IndexItem]) -> bytes:
     return data
 
 
+INDEX_FILE_PREFIX = "sitemap-index-"
+_FURTHER_INDEX = re.compile(r"sitemap-index-[1-9][0-9]*\.xml")  # no section file looks so: theirs end .xml.gz
+
+
+def is_further_index(name: str) -> bool:
+    """Whether ``name`` is an index file past ``sitemap.xml`` (``sitemap-index-<n>.xml``)."""
+    return _FURTHER_INDEX.fullmatch(name) is not None
+
+
 def index_name(bucket: int) -> str:
     """The name of index file ``bucket``: ``sitemap.xml`` (always there) for 0, ``sitemap-index-<n>.xml`` else."""
-    return INDEX_NAME if bucket == 0 else f"sitemap-index-{bucket}.xml"
+    return INDEX_NAME if bucket == 0 else f"{INDEX_FILE_PREFIX}{bucket}.xml"
 
 
 def _bucket(name: str, buckets: int) -> int:

@@ -20,7 +20,7 @@ from sitemap_updater.core.messages import (
     settle_index_request,
 )
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.render import IndexItem, render_indexes
+from sitemap_updater.core.render import INDEX_FILE_PREFIX, IndexItem, is_further_index, render_indexes
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import index_window
@@ -113,9 +113,13 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
             for name in changed:
                 if not pipeline.bucket.publish(name, indexes[name], generation):
                     raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
-            for gone in sorted(set(published) - set(indexes)):
-                pipeline.bucket.delete(gone)  # further index files the site no longer needs (never sitemap.xml)
-                result.removed.append(gone)
+            if len(indexes) > 1 or len(published) > 1:  # a site that has, or had, further index files: delete
+                # those it no longer needs, also one an index rebuild of an older generation wrote meanwhile
+                listed = pipeline.bucket.names(INDEX_FILE_PREFIX)
+                further = {name for name in [*published, *listed] if is_further_index(name)}
+                for gone in sorted(further - set(indexes)):
+                    pipeline.bucket.delete(gone)
+                    result.removed.append(gone)
             store.put_index_sha(digest, generation)
             result.written = True
             result.indexes = changed
