@@ -4,6 +4,7 @@ mypy checks both against these signatures wherever they are wired into a ``Pipel
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -56,6 +57,7 @@ class Bucket(Protocol):
     def delete(self, name: str) -> None: ...
     def read(self, name: str) -> bytes | None: ...
     def names(self, prefix: str = "") -> list[str]: ...
+    def objects(self, start_after: str = "") -> Iterator[tuple[str, int]]: ...
 
 
 class Queue(Protocol):

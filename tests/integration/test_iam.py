@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -15,6 +15,7 @@ from pytest_httpserver import HTTPServer
 
 from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.handlers import rebuild_index as index_handler
+from sitemap_updater.handlers import reconcile as reconcile_handler
 from sitemap_updater.handlers import sweep as sweep_handler
 from sitemap_updater.handlers import upkeep
 from sitemap_updater.handlers import webhook as webhook_handler
@@ -107,7 +108,8 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
     now = [FIXED_NOW]
     secrets = session().client("secretsmanager", endpoint_url=moto_endpoint)
     secret = secrets.create_secret(Name="iam-exact-webhooks", SecretString=json.dumps({"generic": WEBHOOK_SECRET}))
-    parameters = {"WebhookSecretArn": secret["ARN"]}
+    # Index files of at most 2 sitemap files: the site gets further index files (written, then deleted)
+    parameters = {"WebhookSecretArn": secret["ARN"], "MaxFilesPerIndex": "2"}
     with LocalRun(
         BASE,
         2,
@@ -127,6 +129,7 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         pages.append(event(f"{BASE}/news/today", version=1, news=NEWS))
         malformed = event(f"{BASE}/blog/bad", priority=7)  # rejected: to the dead-letter queue with its reason
         assert run.send_wave(bodies([*pages, malformed])).dlq == 1
+        assert any(n.startswith("sitemap-index-") for n in run.published())  # 2 files an index: further ones
         moved = event(f"{BASE}/blog/p0", version=2, section="news", lastmod="2026-11-21")
         deletes = [event(f"{BASE}/blog/p{i}", type="delete", version=3) for i in (1, 2, 3)]
         run.send_wave(bodies([moved, *deletes]))
@@ -154,6 +157,26 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         finally:
             use_pipeline(None)
         run.drain()
+        # And drift made out of band, found and repaired by the hourly reconciliation: a file deleted, another
+        # overwritten, the index deleted, and a stray file (two hours old when it runs)
+        healthy = run.published()
+        s3 = session().client("s3", endpoint_url=moto_endpoint)
+        bucket = run.stack.physical["SitemapBucket"]
+        lost, altered = sorted(n for n in healthy if n.endswith(".xml.gz"))[:2]
+        for key in (lost, "sitemap.xml"):
+            s3.delete_object(Bucket=bucket, Key=key)
+        s3.put_object(Bucket=bucket, Key=altered, Body=b"not the file")
+        s3.put_object(Bucket=bucket, Key="sitemap-stray-00000000.xml.gz", Body=b"stray")
+        now[0] = datetime.now(UTC) + timedelta(hours=2)
+        use_pipeline(run.pipeline)
+        try:
+            with run.iam.acting_as("ReconcileFunction"):
+                found = reconcile_handler.handler({}, cast(Any, LocalContext("reconcile")))
+        finally:
+            use_pipeline(None)
+        assert (found["missing"], found["changed"], found["stray"]) == (2, 1, 1)
+        run.drain()
+        assert run.published() == healthy
         # And a changed page, and a page moving to a section whose rebuild fails on every receive, while the
         # index rebuild and the notifier fail on every receive too: each function dead-letters its messages
         # itself, with the reason

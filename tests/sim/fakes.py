@@ -14,6 +14,7 @@ import json
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -25,6 +26,7 @@ from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
 from sitemap_updater.ports import HttpResponse
+from tests.conftest import AS_OF_US
 from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
 from tests.sim.scheduler import Clock, Scheduler
 
@@ -265,6 +267,7 @@ class S3Object:
     data: bytes
     etag: str
     seq: int
+    written_at: float = 0.0  # virtual seconds
 
 
 @dataclass
@@ -291,7 +294,8 @@ class FakeS3:
                 raise _client_error("PreconditionFailed", "PutObject")
             if "IfMatch" in kwargs and (current is None or current.etag != kwargs["IfMatch"]):
                 raise _client_error("PreconditionFailed", "PutObject")
-            new = S3Object(Body, f'"{hashlib.md5(Body).hexdigest()}"', int(Metadata.get("seq", "0")))
+            etag = f'"{hashlib.md5(Body).hexdigest()}"'
+            new = S3Object(Body, etag, int(Metadata.get("seq", "0")), self.sched.clock.now)
             self.objects[Key] = new
             self.watch(Key, current, new)
             return {"ETag": new.etag}
@@ -315,7 +319,7 @@ class FakeS3:
 
     def get_paginator(self, name: str) -> Any:
         assert name == "list_objects_v2"
-        return _Pages(sorted(self.objects))
+        return _Pages(sorted(self.objects), {key: o.written_at for key, o in self.objects.items()})
 
 
 @dataclass
@@ -329,10 +333,14 @@ class _Body:
 @dataclass
 class _Pages:
     keys: list[str]
+    written_at: dict[str, float]
 
     def paginate(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        prefix = kwargs.get("Prefix", "")
-        return iter([{"Contents": [{"Key": key} for key in self.keys if key.startswith(prefix)]}])
+        prefix, after = kwargs.get("Prefix", ""), kwargs.get("StartAfter", "")
+        keys = [key for key in self.keys if key.startswith(prefix) and key > after]
+        moment = datetime.fromtimestamp  # virtual seconds after AS_OF, as S3 gives LastModified
+        contents = [{"Key": k, "LastModified": moment(AS_OF_US / 1e6 + self.written_at[k], UTC)} for k in keys]
+        return iter([{"Contents": contents[start : start + 1000]} for start in range(0, len(contents), 1000)])
 
 
 # --- SQS ---------------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 from lxml import etree
 
 from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX, SitemapBucket
-from sitemap_updater.core.sharding import Limits
+from sitemap_updater.core.sharding import INDEX_NAME, Limits
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.service.ingest import IngestResult, Outcome
@@ -165,6 +165,12 @@ class Simulation:
         self._shown_at: list[tuple[str, float]] = []  # (URL, when a file first showed its new content)
         self._indexes: list[tuple[float, frozenset[str]]] = []  # every index put: when, and the files they name
         self._index_files: dict[str, frozenset[str]] = {}  # each published index file: the files it names
+        # Drift made out of band once the site has settled, in a third of the sequences (reconciliation repairs it):
+        # names deleted or changed by it until they are put again, and whether it is still to come or repaired.
+        self._drift_due = config.seed % 3 == 0
+        self._drifted: set[str] = set()
+        self._injecting = False
+        self._drift_found = False
         self._build_stack()
 
     # --- set-up from the template ----------------------------------------------------------------------
@@ -194,10 +200,10 @@ class Simulation:
         params.update(
             SiteUrl=BASE, MaxUrlsPerFile=str(self.max_urls), IndexNowKey="sim-indexnow-key-0001", Sections=SECTIONS
         )
+        params.update(MaxFilesPerIndex=str(self.max_files_per_index))
         variables = template["Globals"]["Function"]["Environment"]["Variables"]
         env = {key: _resolve(value, params, physical) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
-        env.update(MAX_FILES_PER_INDEX=str(self.max_files_per_index))
         settings = Settings.from_env(env)
         self.store = FakeStore(self.sched, self.clock)
         self.store.refused_urls.add(REFUSED_URL)
@@ -251,6 +257,9 @@ class Simulation:
         return self._parsed[key]
 
     def _watch(self, name: str, old: S3Object | None, new: S3Object | None) -> None:
+        if self._injecting:
+            return  # drift made out of band (_drift): reconciliation must find and repair it
+        self._drifted.discard(name)
         if new is not None:
             self.result.s3_puts += 1
             if old is not None and new.seq <= old.seq and not name.startswith(SNAPSHOT_PREFIX):
@@ -280,7 +289,7 @@ class Simulation:
                 )
             # No index left: the site has no pages; a crawler finds none once the CDN's cached copy has expired.
             self._indexes.append((self.clock.now, frozenset().union(*self._index_files.values())))
-        for named in sorted(frozenset().union(*self._index_files.values()) - set(self.s3.objects)):
+        for named in sorted(frozenset().union(*self._index_files.values()) - set(self.s3.objects) - self._drifted):
             self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
         if new is None and name.endswith(".xml.gz"):
             # The CDN may serve any index put within the cache lifetime before now: none of them may name it.
@@ -336,6 +345,11 @@ class Simulation:
                         continue
                     if self._sweep(faults=False) == 0:
                         unnamed = [f.unnamed_us for f in self.store.file_records.values() if f.state == "unnamed"]
+                        if not unnamed and self._drift_due:
+                            self._drift()  # the next hourly run of reconciliation finds and repairs it
+                            self.clock.now = max(self.clock.now, next_sweep)
+                            next_sweep += 3600.0
+                            continue
                         if not unnamed:
                             break
                         # Files the index stopped naming wait out their grace; the next hourly upkeep deletes them.
@@ -349,6 +363,24 @@ class Simulation:
         self.result.posts = len(self.http.posts)
         self._check(events)
         return self.result
+
+    def _drift(self) -> None:
+        """Out of band, as an operator or a lifecycle rule might: delete one published sitemap file, overwrite
+        another, delete the index, and leave a sitemap file no record names (written two hours ago)."""
+        self._drift_due = False
+        files = sorted(n for n in self.s3.objects if n.startswith("sitemap-") and n.endswith(".xml.gz"))
+        empty = gzip.compress(f'<urlset xmlns="{NS["s"]}"></urlset>\n'.encode())
+        self._injecting = True
+        try:
+            for name in files[:1] + [INDEX_NAME] * (INDEX_NAME in self.s3.objects):
+                del self.s3.objects[name]
+                self._drifted.add(name)
+            for name in files[1:2]:
+                self.s3.objects[name] = S3Object(empty, '"drift"', 0, self.clock.now)
+                self._drifted.add(name)
+            self.s3.objects["sitemap-stray-00000000.xml.gz"] = S3Object(empty, '"stray"', 0, self.clock.now - 7200)
+        finally:
+            self._injecting = False
 
     def _wait(self, seconds: float) -> None:
         """A notifier's wait between retries passes virtual time."""
@@ -404,7 +436,12 @@ class Simulation:
                 self.result.steps += 1
             self.sched.tasks.remove(task)
             if isinstance(task.result, dict):
+                found = sum(int(task.result.get(kind, 0)) for kind in ("missing", "changed", "stray"))
+                if found and not faults and not self._drifted and not self._drift_found:
+                    self.result.violations.append(f"t={self.clock.now:.2f}: reconciliation found drift: {task.result}")
+                self._drift_found = self._drift_found or bool(found)
                 queued += int(task.result.get("requeued", 0)) + int(task.result.get("news_expired", 0))
+                queued += int(task.result.get("missing", 0)) + int(task.result.get("changed", 0))
             else:
                 queued += 1  # it died: run it again
         return queued

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from sitemap_updater.core.messages import Message, PageMark, mark_messages
+from sitemap_updater.service.reconcile import Reconciliation
 from tests.conftest import BASE, event
 from tests.sim.events import Events
 from tests.sim.fixed import run_fixed
@@ -120,3 +121,16 @@ def test_a_burst_over_many_sections_rebuilds_the_index_at_most_twice_per_cache_l
     rebuilds = sim.result.invocations_by_function["RebuildShardFunction"]
     assert runs <= 2 * (sim.result.virtual_s / 5 + 1)
     assert runs < rebuilds
+
+
+def test_drift_made_out_of_band_is_repaired_and_the_checks_catch_it_left_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a sequence whose published site is changed out of band once it has settled (a deleted file, an
+    # overwritten file, the index deleted, a stray file)
+    config = Config(3, fault_rate=0.0)
+    # Then reconciliation repairs it: every invariant holds
+    assert Simulation(config).run().violations == []
+    # And without reconciliation the simulation reports the site as broken
+    monkeypatch.setattr("sitemap_updater.service.reconcile.reconcile", lambda _pipeline: Reconciliation())
+    assert Simulation(config).run().violations != []

@@ -10,6 +10,7 @@ either the old or the new object, and a retry converges.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -139,6 +140,13 @@ class SitemapBucket:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
                 return None
             raise
+
+    def objects(self, start_after: str = "") -> Iterator[tuple[str, int]]:
+        """Every object after ``start_after`` in name order, with when it was last written (microseconds), read
+        a page of up to 1,000 at a time as the caller goes on."""
+        for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, StartAfter=start_after):
+            for item in page.get("Contents", []):
+                yield item["Key"], round(item["LastModified"].timestamp() * 1_000_000)
 
     def names(self, prefix: str = "") -> list[str]:
         """Every object name in the bucket (that starts with ``prefix``)."""

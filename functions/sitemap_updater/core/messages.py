@@ -86,6 +86,12 @@ def news_expiry_message(section: str, range_start: int, file_name: str, news_unt
     return Message(body, section_slug(section), _sha256(f"news|{file_name}|{news_until_us}"))
 
 
+def repair_message(section: str, range_start: int, file_name: str, found_us: int) -> Message:
+    """A rebuild of the file starting at ``range_start``, found missing or changed out of band (reconciliation)."""
+    body = {"section": section, "key": f"{range_start:016x}"}
+    return Message(body, section_slug(section), _sha256(f"repair|{file_name}|{found_us}"))
+
+
 def cleanup_message(section: str, generation: int) -> Message:
     """A request that ``section`` delete the files the index no longer names (once per index generation)."""
     body = {"section": section, "cleanup": True}

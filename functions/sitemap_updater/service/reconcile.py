@@ -1,0 +1,112 @@
+"""Reconciliation: find published objects that are missing, were changed out of band, or belong to no file, and
+repair them through the normal paths. Hourly and cheap: each run reads the file records (one item per file, no
+Scan), checks a bounded slice of the files (every file within ``ceil(files / budget)`` runs) and lists only the
+bucket's names in that slice's range.
+
+- A file whose object is missing or holds other bytes than its record says is marked unsettled and its range
+  rebuilt (its section's FIFO group, as any change): the rebuild renders it again and puts it, whatever the
+  record's digest.
+- An index file that is missing or changed makes the index record unsettled and asks for an index rebuild,
+  which then writes every index file again.
+- A sitemap file or further index file that no record and no index names, written more than ``min_age_s`` ago
+  (so never one a rebuild has just written), is deleted: no index names it, and none will.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import zlib
+from dataclasses import dataclass, field
+
+from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.messages import index_request, repair_message
+from sitemap_updater.core.moments import to_micros
+from sitemap_updater.core.render import is_further_index
+from sitemap_updater.core.sharding import INDEX_NAME
+from sitemap_updater.service.index import UNSETTLED, published_indexes
+from sitemap_updater.service.pipeline import Pipeline
+
+HOUR_US = 3_600_000_000
+DEFAULT_BUDGET = 200  # files checked per run: 200 GETs an hour, about $0.06 a month
+MIN_AGE_S = 3_600
+
+
+@dataclass(slots=True)
+class Reconciliation:
+    """What one run checked and repaired."""
+
+    checked: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    stray: list[str] = field(default_factory=list)  # deleted: no record or index names them
+
+
+def reconcile(pipeline: Pipeline, budget: int = DEFAULT_BUDGET, min_age_s: int = MIN_AGE_S) -> Reconciliation:
+    """Check this run's slice of the published files and the index files; repair what differs."""
+    now = to_micros(pipeline.clock())
+    store, bucket = pipeline.store, pipeline.bucket
+    result = Reconciliation()
+    records = store.files()
+    live = sorted((f for f in records if f.state == "live"), key=lambda f: f.name)
+    runs = max(1, -(-len(live) // budget))
+    turn = (now // HOUR_US) % runs
+    part = live[turn * budget : (turn + 1) * budget]
+    for published in part:
+        result.checked.append(published.name)
+        found = _xml_sha256(bucket.read(published.name))
+        if found == published.sha256:
+            continue
+        (result.missing if found is None else result.changed).append(published.name)
+        store.mark_unsettled(published)
+        message = repair_message(published.section, published.key_range.start, published.name, now)
+        pipeline.rebuild_queue.send(*message)
+    _check_indexes(pipeline, result, now)
+    low = "" if turn == 0 or not part else part[0].name
+    high = None if turn == runs - 1 or not part else part[-1].name
+    _delete_strays(pipeline, records, result, low, high, now - min_age_s * 1_000_000)
+    return result
+
+
+def _xml_sha256(data: bytes | None) -> str | None:
+    """The SHA-256 of a sitemap file's XML (what its record holds); "" when it is not gzip at all."""
+    if data is None:
+        return None
+    try:
+        return hashlib.sha256(gzip.decompress(data)).hexdigest()
+    except (OSError, EOFError, zlib.error):
+        return ""
+
+
+def _check_indexes(pipeline: Pipeline, result: Reconciliation, now: int) -> None:
+    recorded = pipeline.store.index_sha()
+    if not recorded or recorded.startswith(UNSETTLED):
+        return  # no index (no pages), or an index rebuild is under way and writes every index file
+    digests = published_indexes(recorded)
+    wrong = []
+    for name in sorted(digests):
+        result.checked.append(name)
+        data = pipeline.bucket.read(name)
+        if data is None or hashlib.sha256(data).hexdigest() != digests[name]:
+            (result.missing if data is None else result.changed).append(name)
+            wrong.append(name)
+    if wrong:
+        # Unsettled: the next index rebuild trusts no recorded digest and writes every index file again.
+        extra = sorted(set(digests) - {INDEX_NAME})
+        pipeline.store.put_index_sha(" ".join([UNSETTLED, *extra]), pipeline.store.next_index_generation())
+        pipeline.index_queue.send(*index_request({"repair": now}, now, 0, f"repair|{now}"))
+
+
+def _delete_strays(
+    pipeline: Pipeline, records: list[PublishedFile], result: Reconciliation, low: str, high: str | None, before: int
+) -> None:
+    """Delete sitemap files and further index files in the name range (low, high] that no record names."""
+    known = {f.name for f in records} | set(published_indexes(pipeline.store.index_sha()))
+    for name, written_us in pipeline.bucket.objects(start_after=low):
+        if high is not None and name > high:
+            break
+        ours = (name.startswith("sitemap-") and name.endswith(".xml.gz")) or is_further_index(name)
+        if ours and name not in known and written_us < before:
+            pipeline.bucket.delete(name)
+            pipeline.bucket.delete_snapshot(name)
+            result.stray.append(name)
