@@ -47,8 +47,8 @@ def test_sam_transform_gives_functions_with_partial_batch_responses() -> None:
     assert len(mappings) == 4
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings)
     functions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
-    # ingest, shard, index, notify, the two hourly ones (sweep and news expiry), and the webhook endpoint
-    assert len(functions) == 7
+    # ingest, shard, index, notify, the three hourly ones (sweep, news expiry, reconciliation), and the webhook
+    assert len(functions) == 8
     assert all(f["Architectures"] == ["arm64"] and f["Runtime"].startswith("python3.1") for f in functions)
 
 
