@@ -169,6 +169,11 @@ def _parser() -> argparse.ArgumentParser:
         f"(default {MAX_REJECTED_SHARE * 100:.0f}%%; 0.25 and 25%% are the same; 1 refuses only when none is accepted)",
     )
     _sections_option(b, "the stack parameter Sections")
+    b.add_argument(
+        "--text-sitemaps",
+        action="store_true",
+        help="also write a text sitemap beside each file (sitemap-<section>-<start>.txt: its URLs, one a line)",
+    )
     b.add_argument("--workers", type=_whole, default=None, metavar="N", help="processes to use (default: all cores)")
     b.add_argument("--quiet", action="store_true", help="print only the summary and rejected lines")
     loc = commands.add_parser(
@@ -232,6 +237,9 @@ def _parser() -> argparse.ArgumentParser:
         "--max-urls-per-file", type=_max_urls, default=None, metavar="N", help="the stack parameter MaxUrlsPerFile"
     )
     _sections_option(loc, "the stack parameter Sections")
+    loc.add_argument(
+        "--text-sitemaps", action="store_true", help="the stack parameter TextSitemaps: a text sitemap beside each file"
+    )
     loc.add_argument("--log", type=Path, metavar="FILE", help="write the functions' JSON logs here")
     loc.add_argument(
         "--indexnow-endpoint",
@@ -316,9 +324,11 @@ def _indexes_text(indexes: list[str]) -> str:
 
 
 def _summary(result: BuildResult, out: Path, seconds: float) -> str:
+    texts = sum(name.endswith(".txt") for name in result.files)
+    files = f"{len(result.files) - texts:,} sitemap files" + (f" (and {texts:,} text sitemaps)" if texts else "")
     lines = [
         f"{result.lines:,} lines read: {result.accepted:,} events accepted, {len(result.rejections):,} rejected",
-        f"{len(result.files):,} sitemap files + {_indexes_text(result.indexes)} in {out}: {result.urls:,} URLs, "
+        f"{files} + {_indexes_text(result.indexes)} in {out}: {result.urls:,} URLs, "
         f"{result.gzip_bytes:,} bytes written ({result.xml_bytes:,} bytes of XML) in {seconds:.1f} s",
     ]
     if result.removed:
@@ -367,6 +377,7 @@ def _build_from(events: Path, name: str, args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=None if args.quiet else progress,
             max_rejected_share=args.max_rejected_share,
+            text_sitemaps=args.text_sitemaps,
         )
     except BuildRefused as exc:
         progress.close()

@@ -40,7 +40,7 @@ def run_local(args: argparse.Namespace) -> int:
         args.max_urls_per_file,
         args.endpoint_url,
         indexnow_endpoint=args.indexnow_endpoint,
-        parameters={"Sections": args.sections} if args.sections else None,
+        parameters={"Sections": args.sections, "TextSitemaps": "true" if args.text_sitemaps else "false"},
     ) as run:
         where = run.endpoint_url or "moto in this process"
         print(f"local stack on {where}, created from template.yaml:")

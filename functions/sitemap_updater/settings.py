@@ -15,6 +15,7 @@ _ENV = {
     "max_urls_per_file": "MAX_URLS_PER_FILE",
     "sections": "SECTIONS",
     "max_files_per_index": "MAX_FILES_PER_INDEX",
+    "text_sitemaps": "TEXT_SITEMAPS",
     "manifest_table": "MANIFEST_TABLE",
     "bucket_name": "BUCKET_NAME",
     "rebuild_queue_url": "REBUILD_QUEUE_URL",
@@ -65,6 +66,8 @@ class Settings(BaseModel):
     max_urls_per_file: Annotated[int, Field(ge=1, le=MAX_URLS_PER_FILE)] = DEFAULT_URLS_PER_FILE
     # Files one index may name: 50,000 (the protocol's limit); lower only to try several index files on a small site.
     max_files_per_index: Annotated[int, Field(ge=1, le=MAX_FILES_PER_INDEX)] = MAX_FILES_PER_INDEX
+    # A text sitemap (the same URLs, one a line) beside each sitemap file: sitemap-<section>-<start>.txt.
+    text_sitemaps: bool = False
     # First path segments whose pages get files of their own ("blog,news"; "*": every one); the rest are in root.
     sections: str = ""
     manifest_table: Name

@@ -432,3 +432,23 @@ def test_past_the_files_one_index_may_name_build_writes_several_index_files_and_
     # And a smaller site built into the same directory leaves sitemap.xml alone, the other index files removed
     assert run_build(write_jsonl(tmp_path / "few.jsonl", [event(f"{BASE}/s0/page")]), out, "--sections", "*") == 0
     assert sorted(p.name for p in out.iterdir()) == ["sitemap-s0-00000000.xml.gz", "sitemap.xml"]
+
+
+def test_text_sitemaps_are_written_beside_the_files_and_removed_when_no_longer_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the sample export built with text sitemaps
+    out = tmp_path / "out"
+    assert run_build(SAMPLE, out, "--text-sitemaps") == 0
+    # Then each sitemap file has a text twin with its URLs, one a line, in its order
+    files = sorted(out.glob("*.xml.gz"))
+    assert sorted(p.name for p in out.glob("*.txt")) == sorted(p.name.replace(".xml.gz", ".txt") for p in files)
+    for path in files:
+        urls = re.findall(r"<loc>([^<]+)</loc>", gzip.decompress(path.read_bytes()).decode())
+        text = (out / path.name.replace(".xml.gz", ".txt")).read_text(encoding="utf-8")
+        assert text == "".join(url.replace("&amp;", "&") + "\n" for url in urls)
+    assert "(and 7 text sitemaps)" in capsys.readouterr().out
+    # And a build without them removes the twins it wrote, and only those
+    (out / "robots.txt").write_text("User-agent: *\n", encoding="utf-8")
+    assert run_build(SAMPLE, out) == 0
+    assert sorted(p.name for p in out.glob("*.txt")) == ["robots.txt"]

@@ -22,7 +22,7 @@ from typing import Any
 from lxml import etree
 
 from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX, SitemapBucket
-from sitemap_updater.core.sharding import INDEX_NAME, Limits
+from sitemap_updater.core.sharding import INDEX_NAME, Limits, text_twin
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.service.ingest import IngestResult, Outcome
@@ -201,6 +201,7 @@ class Simulation:
             SiteUrl=BASE, MaxUrlsPerFile=str(self.max_urls), IndexNowKey="sim-indexnow-key-0001", Sections=SECTIONS
         )
         params.update(MaxFilesPerIndex=str(self.max_files_per_index))
+        params.update(TextSitemaps="true" if self.config.seed % 5 == 2 else "false")  # a fifth of the sequences
         variables = template["Globals"]["Function"]["Environment"]["Variables"]
         env = {key: _resolve(value, params, physical) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
@@ -501,6 +502,13 @@ class Simulation:
         # And against the reference model written from the rules alone (tests/oracle.py), not from the core.
         independent = oracle.check_published(published, accepted, as_of, recorded)
         violations += [f"independent model: {problem}" for problem in independent]
+        if self.pipeline.settings.text_sitemaps:  # each file's text twin lists its URLs; no twin of nothing
+            texts = {n: o.data for n, o in self.s3.objects.items() if n.endswith(".txt") and n.startswith("sitemap-")}
+            for name in sorted(n for n in expected if n.endswith(".xml.gz")):
+                urls = "".join(f"{url}\n" for url in self._entries(expected[name]))
+                if texts.pop(text_twin(name), None) != urls.encode():
+                    violations.append(f"text sitemap {text_twin(name)} does not list the URLs of {name}")
+            violations += [f"text sitemap {name} is beside no sitemap file" for name in sorted(texts)]
         for name in sorted(set(published) | set(expected)):
             if published.get(name) != expected.get(name):
                 state = "missing" if name not in published else "unexpected" if name not in expected else "differs"

@@ -134,3 +134,13 @@ def test_drift_made_out_of_band_is_repaired_and_the_checks_catch_it_left_alone(
     # And without reconciliation the simulation reports the site as broken
     monkeypatch.setattr("sitemap_updater.service.reconcile.reconcile", lambda _pipeline: Reconciliation())
     assert Simulation(config).run().violations != []
+
+
+def test_text_sitemaps_follow_their_files_and_the_checks_catch_a_stale_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a sequence of a site with text sitemaps on (a fifth of the seeds), under faults
+    config = Config(7)
+    # Then each file's text twin lists its URLs
+    assert Simulation(config).run().violations == []
+    # And a rebuild that wrote empty twins is caught
+    monkeypatch.setattr("sitemap_updater.service.rebuild.render_text", lambda _urls: b"")
+    assert any("text sitemap" in v for v in Simulation(config).run().violations)

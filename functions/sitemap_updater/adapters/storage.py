@@ -9,6 +9,7 @@ either the old or the new object, and a retry converges.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -18,7 +19,11 @@ from botocore.exceptions import ClientError
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-CONTENT_TYPES = {".xml.gz": "application/gzip", ".xml": "application/xml; charset=utf-8", ".txt": "text/plain"}
+CONTENT_TYPES = {
+    ".xml.gz": "application/gzip",
+    ".xml": "application/xml; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+}
 _MAX_ATTEMPTS = 8
 _MAX_SNAPSHOT_ID = 200
 SNAPSHOT_PREFIX = "_state/"  # the bucket policy lets CloudFront read sitemap* and *.txt only
@@ -59,14 +64,16 @@ class SitemapBucket:
             raise
         return head["ETag"], int(head.get("Metadata", {}).get("seq", "0"))
 
-    def publish(self, name: str, data: bytes, seq: int) -> bool:
-        """Write ``data`` unless an object rendered from a sequence >= ``seq`` is already there.
+    def publish(self, name: str, data: bytes, seq: int, unless_same: bool = False) -> bool:
+        """Write ``data`` unless an object rendered from a sequence >= ``seq`` is already there (or, with
+        ``unless_same``, one of the same bytes: its ETag, the MD5 of a single-part put without KMS, says so).
 
         Returns True when written, False when a newer (or the same) state was already published.
         """
+        same = f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"' if unless_same else None
         for _ in range(_MAX_ATTEMPTS):
             current = self._current(name)
-            if current is not None and current[1] >= seq:
+            if current is not None and (current[1] >= seq or current[0] == same):
                 return False
             condition = {"IfNoneMatch": "*"} if current is None else {"IfMatch": current[0]}
             if self._put(name, data, seq, condition):

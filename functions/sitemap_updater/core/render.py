@@ -128,6 +128,11 @@ def _gzip_urlset(flags: int, parts: list[bytes], count: int, level: int, news_un
     return RenderedFile(data, digest, count, size, news_until)
 
 
+def render_text(urls: Iterable[str]) -> bytes:
+    """A text sitemap: the URLs one a line, UTF-8, in the order of the sitemap file it stands beside."""
+    return "".join(f"{url}\n" for url in urls).encode()
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class IndexItem:
     """One file named by the index, with the lastmod its data gives it (0: none of its pages has one)."""

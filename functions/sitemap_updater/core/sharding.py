@@ -75,6 +75,11 @@ class Limits:
             raise ValueError(f"max files per index must be from 1 to {MAX_FILES_PER_INDEX:,}")
 
 
+def text_twin(name: str) -> str:
+    """The text sitemap beside a sitemap file: ``sitemap-<section>-<start>.txt`` (the same URLs, one a line)."""
+    return name.removesuffix(".xml.gz") + ".txt"
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class KeyRange:
     """The half-open key range ``[start, end)`` owned by one sitemap file; ``depth`` splits from the top."""

@@ -45,8 +45,15 @@ from sitemap_updater.core.records import (
     scan_records,
 )
 from sitemap_updater.core.reduce import state_from_event
-from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, render_elements, render_indexes, render_urlset
-from sitemap_updater.core.sharding import INDEX_NAME, Limits, plan_ranges
+from sitemap_updater.core.render import (
+    FILE_OVERHEAD,
+    IndexItem,
+    render_elements,
+    render_indexes,
+    render_text,
+    render_urlset,
+)
+from sitemap_updater.core.sharding import INDEX_NAME, Limits, plan_ranges, text_twin
 from sitemap_updater.core.urls import Site
 
 BUCKET_BITS = 6
@@ -55,6 +62,7 @@ _SHIFT = 64 - BUCKET_BITS
 _CHUNK_BYTES = 4 << 20
 _SITEMAP_FILE = "sitemap-*.xml.gz"
 _INDEX_FILE = "sitemap-index-*.xml"  # index files past the first (sitemap.xml), see core/render.py split_index
+_TEXT_FILE = "sitemap-*.txt"  # text sitemaps beside the sitemap files (text_sitemaps)
 # A build over this share of rejected events is refused (the old output stays): a few bad records still
 # publish (the sample export rejects 2 of 14 lines), a systemic fault (the wrong --site, an exporter that
 # renamed a field for a whole content type) stops before a quarter of the site disappears from its sitemaps.
@@ -183,7 +191,7 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
 
 
 def _reduce_bucket(
-    bucket: int, sources: list[tuple[str, int, int]], news_sections: set[bytes], spill_dir: str
+    bucket: int, sources: list[tuple[str, int, int]], news_sections: set[bytes], spill_dir: str, all_records: bool
 ) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
     """Keep the newest state per URL of one bucket; write live records sorted by (section, key, url), and
     each live entry's ``<url>`` element in the same order.
@@ -213,8 +221,10 @@ def _reduce_bucket(
     ):
         for section in sorted(live):
             records = sorted(live[section])  # by key, then URL
-            # Records are kept only where news may show: other files are made of the <url> elements alone.
-            blob = b"".join([data[r[START] : r[END]] for r in records]) if section in news_sections else b""
+            # Records are kept only where news may show (or text sitemaps are written from them): other files are
+            # made of the <url> elements alone.
+            kept = all_records or section in news_sections
+            blob = b"".join([data[r[START] : r[END]] for r in records]) if kept else b""
             elements = URL_CLOSE.join([data[r[BODY] : r[END]] for r in records]) + URL_CLOSE
             out.write(blob)
             xml.write(elements)
@@ -261,6 +271,21 @@ def _render_records(
     return name, rendered.url_count, len(rendered.data), rendered.xml_bytes
 
 
+def _render_text(
+    name: str, sources: list[tuple[str, int, int]], start: int, end: int, out_dir: str
+) -> tuple[str, int, int, int]:
+    """Write the text sitemap of a key range: the URLs of its entries, in the order of its sitemap file."""
+    entries = [
+        s.entry
+        for data in _read_spans(sources)
+        for s in decode_states(data)
+        if s.entry is not None and start <= s.entry.key < end
+    ]
+    data = render_text(e.url for e in sorted(entries, key=lambda e: e.sort_key))
+    _write_atomic(Path(out_dir) / name, data)
+    return name, 0, len(data), len(data)  # its URLs are counted once, by the sitemap file
+
+
 def _read_spans(sources: list[tuple[str, int, int]]) -> Iterator[bytes]:
     for path, offset, length in sources:
         if length:
@@ -297,8 +322,10 @@ def build(
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     max_rejected_share: float = MAX_REJECTED_SHARE,
+    text_sitemaps: bool = False,
 ) -> BuildResult:
-    """Build every sitemap file and ``sitemap.xml`` of ``site`` into ``out_dir`` from a JSONL export.
+    """Build every sitemap file and ``sitemap.xml`` of ``site`` into ``out_dir`` from a JSONL export (and, with
+    ``text_sitemaps``, a text sitemap beside each file).
 
     The newest event per URL wins (by version, then occurred_at), whatever the line order. ``as_of_us`` is
     the moment news freshness is judged against. ``progress(done_bytes, total_bytes)`` reports parsing.
@@ -323,8 +350,8 @@ def build(
             reason = refusal(result.accepted, len(result.rejections), max_rejected_share)
             if reason is not None:
                 raise BuildRefused(reason, result)
-            sections = _reduce_all(executor, chunks, spill)
-            items = _render_all(executor, sections, spill, limits, as_of_us, staging, result)
+            sections = _reduce_all(executor, chunks, spill, all_records=text_sitemaps)
+            items = _render_all(executor, sections, spill, limits, as_of_us, staging, result, text_sitemaps)
         indexes = render_indexes(site.base_url, items, limits.max_files_per_index)
         for name, index in indexes.items():
             _write_atomic(staging / name, index)
@@ -338,7 +365,7 @@ def build(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     keep = {*result.files, *result.indexes}
-    for stale in sorted([*out_dir.glob(_SITEMAP_FILE), *out_dir.glob(_INDEX_FILE)]):
+    for stale in sorted([*out_dir.glob(_SITEMAP_FILE), *out_dir.glob(_INDEX_FILE), *out_dir.glob(_TEXT_FILE)]):
         if stale.name not in keep:
             stale.unlink()
             result.removed.append(stale.name)
@@ -392,12 +419,19 @@ def _parse_all(
     return chunks
 
 
-def _reduce_all(executor: Executor, chunks: list[_ChunkResult], spill: str) -> dict[str, _SectionRuns]:
+def _reduce_all(
+    executor: Executor, chunks: list[_ChunkResult], spill: str, all_records: bool = False
+) -> dict[str, _SectionRuns]:
     """Phase 2: the newest state per URL, bucket by bucket; collect each section's sorted keys and sizes."""
     news_sections = {name.encode("utf-8", "surrogatepass") for chunk in chunks for name in chunk.news_sections}
     futures = [
         executor.submit(
-            _reduce_bucket, bucket, [(c.path, *c.bucket_spans[bucket]) for c in chunks], news_sections, spill
+            _reduce_bucket,
+            bucket,
+            [(c.path, *c.bucket_spans[bucket]) for c in chunks],
+            news_sections,
+            spill,
+            all_records,
         )
         for bucket in range(BUCKETS)
     ]
@@ -425,9 +459,10 @@ def _render_all(
     as_of_us: int,
     out_dir: Path,
     result: BuildResult,
+    text_sitemaps: bool = False,
 ) -> list[IndexItem]:
     """Phase 3: plan each section's files and render them: gzip over their runs of ``<url>`` elements, or from
-    their records where news may show."""
+    their records where news may show; a text sitemap beside each from its records, when asked."""
     items: list[IndexItem] = []
     futures = []
     for section in sorted(sections):
@@ -439,13 +474,16 @@ def _render_all(
         for key_range in plan_ranges(runs.keys, runs.sizes, limits, FILE_OVERHEAD):
             name = key_range.file_name(section)
             items.append(IndexItem(name, range_lastmod(runs.keys, runs.lastmods, runs.deleted, key_range)))
+            first, last = key_range.start >> _SHIFT, (key_range.end - 1) >> _SHIFT
+            sources = [
+                (str(_bucket_path(spill, p.bucket, "bin")), *p.records) for p in runs.parts if first <= p.bucket <= last
+            ]
+            if text_sitemaps:
+                twin = text_twin(name)
+                futures.append(
+                    executor.submit(_render_text, twin, sources, key_range.start, key_range.end, str(out_dir))
+                )
             if runs.has_news:
-                first, last = key_range.start >> _SHIFT, (key_range.end - 1) >> _SHIFT
-                sources = [
-                    (str(_bucket_path(spill, p.bucket, "bin")), *p.records)
-                    for p in runs.parts
-                    if first <= p.bucket <= last
-                ]
                 futures.append(
                     executor.submit(
                         _render_records, name, sources, key_range.start, key_range.end, as_of_us, str(out_dir)

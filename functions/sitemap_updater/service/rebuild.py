@@ -25,8 +25,8 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.pages import PageFields
 from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import PageState
-from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, render_urlset
-from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with
+from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, render_text, render_urlset
+from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, text_twin
 from sitemap_updater.service.pipeline import Pipeline
 
 _RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000
@@ -201,6 +201,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     now = to_micros(pipeline.clock())
     for gone in (f for f in records if f.state == "unnamed" and f.unnamed_us <= now - grace):
         bucket.delete(gone.name)  # no index a CDN or crawler may still hold names it
+        bucket.delete(text_twin(gone.name))  # free, and whether or not text sitemaps are on (they may have been)
         bucket.delete_snapshot(gone.name)
         store.delete_file(gone, "unnamed")
         result.deleted.append(gone.name)
@@ -217,6 +218,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     names = {r.file_name(section) for r in layout}
     for abandoned in (f for f in records if f.state == "writing" and f.name not in names):
         bucket.delete(abandoned.name)  # a rebuild died between its put and its record; the layout moved on
+        bucket.delete(text_twin(abandoned.name))
         bucket.delete_snapshot(abandoned.name)
         store.delete_file(abandoned, "writing")
         result.deleted.append(abandoned.name)
@@ -276,6 +278,10 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
                 holders[name] = replace(holder, unsettled=True)
             # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
             bucket.publish(name, rendered.data, version * _RENDER_SCALE + as_of)
+            if pipeline.settings.text_sitemaps:  # written only when its URLs changed, not for a lastmod alone
+                bucket.publish(
+                    text_twin(name), render_text(e.url for e in entries), version * _RENDER_SCALE + as_of, True
+                )
             result.put.append(name)
         fresh.append(record)
     kept = set(layout)

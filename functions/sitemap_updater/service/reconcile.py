@@ -8,8 +8,9 @@ bucket's names in that slice's range.
   record's digest.
 - An index file that is missing or changed makes the index record unsettled and asks for an index rebuild,
   which then writes every index file again.
-- A sitemap file or further index file that no record and no index names, written more than ``min_age_s`` ago
-  (so never one a rebuild has just written), is deleted: no index names it, and none will.
+- A sitemap file, text sitemap or further index file that no record and no index names, written more than
+  ``min_age_s`` ago (so never one a rebuild has just written), is deleted: no index names it, and none will (a
+  text sitemap is named by its file's record while text sitemaps are on).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.messages import index_request, repair_message
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.render import is_further_index
-from sitemap_updater.core.sharding import INDEX_NAME
+from sitemap_updater.core.sharding import INDEX_NAME, text_twin
 from sitemap_updater.service.index import UNSETTLED, published_indexes
 from sitemap_updater.service.pipeline import Pipeline
 
@@ -102,10 +103,12 @@ def _delete_strays(
 ) -> None:
     """Delete sitemap files and further index files in the name range (low, high] that no record names."""
     known = {f.name for f in records} | set(published_indexes(pipeline.store.index_sha()))
+    if pipeline.settings.text_sitemaps:
+        known |= {text_twin(f.name) for f in records}
     for name, written_us in pipeline.bucket.objects(start_after=low):
         if high is not None and name > high:
             break
-        ours = (name.startswith("sitemap-") and name.endswith(".xml.gz")) or is_further_index(name)
+        ours = (name.startswith("sitemap-") and name.endswith((".xml.gz", ".txt"))) or is_further_index(name)
         if ours and name not in known and written_us < before:
             pipeline.bucket.delete(name)
             pipeline.bucket.delete_snapshot(name)
