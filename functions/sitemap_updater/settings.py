@@ -16,6 +16,8 @@ _ENV = {
     "sections": "SECTIONS",
     "max_files_per_index": "MAX_FILES_PER_INDEX",
     "text_sitemaps": "TEXT_SITEMAPS",
+    "feed_entries": "FEED_ENTRIES",
+    "feed_max_age_seconds": "FEED_MAX_AGE_SECONDS",
     "manifest_table": "MANIFEST_TABLE",
     "bucket_name": "BUCKET_NAME",
     "rebuild_queue_url": "REBUILD_QUEUE_URL",
@@ -68,6 +70,10 @@ class Settings(BaseModel):
     max_files_per_index: Annotated[int, Field(ge=1, le=MAX_FILES_PER_INDEX)] = MAX_FILES_PER_INDEX
     # A text sitemap (the same URLs, one a line) beside each sitemap file: sitemap-<section>-<start>.txt.
     text_sitemaps: bool = False
+    # The recent-changes Atom feed (sitemap-changes.atom): how many pages it lists (0: no feed), and how long the
+    # CDN and crawlers may keep it.
+    feed_entries: Annotated[int, Field(ge=0, le=1000)] = 0
+    feed_max_age_seconds: Annotated[int, Field(ge=0, le=3600)] = 60
     # First path segments whose pages get files of their own ("blog,news"; "*": every one); the rest are in root.
     sections: str = ""
     manifest_table: Name

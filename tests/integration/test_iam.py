@@ -109,7 +109,8 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
     secrets = session().client("secretsmanager", endpoint_url=moto_endpoint)
     secret = secrets.create_secret(Name="iam-exact-webhooks", SecretString=json.dumps({"generic": WEBHOOK_SECRET}))
     # Index files of at most 2 sitemap files: the site gets further index files (written, then deleted)
-    parameters = {"WebhookSecretArn": secret["ARN"], "MaxFilesPerIndex": "2"}
+    # and the recent-changes feed on
+    parameters = {"WebhookSecretArn": secret["ARN"], "MaxFilesPerIndex": "2", "RecentChangesFeed": "20"}
     with LocalRun(
         BASE,
         2,

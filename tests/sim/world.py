@@ -22,6 +22,7 @@ from typing import Any
 from lxml import etree
 
 from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX, SitemapBucket
+from sitemap_updater.core.feed import FEED_NAME
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, text_twin
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
@@ -202,6 +203,7 @@ class Simulation:
         )
         params.update(MaxFilesPerIndex=str(self.max_files_per_index))
         params.update(TextSitemaps="true" if self.config.seed % 5 == 2 else "false")  # a fifth of the sequences
+        params.update(RecentChangesFeed="5" if self.config.seed % 7 == 3 else "0")  # a seventh: a feed of 5 pages
         variables = template["Globals"]["Function"]["Environment"]["Variables"]
         env = {key: _resolve(value, params, physical) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
@@ -290,6 +292,12 @@ class Simulation:
                 )
             # No index left: the site has no pages; a crawler finds none once the CDN's cached copy has expired.
             self._indexes.append((self.clock.now, frozenset().union(*self._index_files.values())))
+            # A page only files the index no longer names show (their section emptied, the files retired) is gone
+            # for a crawler: shown again, even with the same content, it is a new change announced again.
+            named = frozenset().union(*self._index_files.values())
+            shown = {url for n in named if n in self.s3.objects for url in self._entries(self.s3.objects[n].data)}
+            for url in [u for u in self._last_shown if u not in shown]:
+                self._last_shown.pop(url)
         for named in sorted(frozenset().union(*self._index_files.values()) - set(self.s3.objects) - self._drifted):
             self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
         if new is None and name.endswith(".xml.gz"):
@@ -502,6 +510,17 @@ class Simulation:
         # And against the reference model written from the rules alone (tests/oracle.py), not from the core.
         independent = oracle.check_published(published, accepted, as_of, recorded)
         violations += [f"independent model: {problem}" for problem in independent]
+        feed = self.s3.objects.get(FEED_NAME)
+        if self.pipeline.settings.feed_entries and feed is not None:  # the feed names live pages only, at most 5
+            live = {url for name, data in expected.items() if name.endswith(".xml.gz") for url in self._entries(data)}
+            ids = [
+                e.text or ""
+                for e in etree.fromstring(feed.data).iterfind(
+                    "{http://www.w3.org/2005/Atom}entry/{http://www.w3.org/2005/Atom}id"
+                )
+            ]
+            if len(ids) > self.pipeline.settings.feed_entries or set(ids) - live:
+                violations.append(f"the feed lists {sorted(set(ids) - live)} that no file shows, or too many")
         if self.pipeline.settings.text_sitemaps:  # each file's text twin lists its URLs; no twin of nothing
             texts = {n: o.data for n, o in self.s3.objects.items() if n.endswith(".txt") and n.startswith("sitemap-")}
             for name in sorted(n for n in expected if n.endswith(".xml.gz")):

@@ -23,6 +23,7 @@ CONTENT_TYPES = {
     ".xml.gz": "application/gzip",
     ".xml": "application/xml; charset=utf-8",
     ".txt": "text/plain; charset=utf-8",
+    ".atom": "application/atom+xml; charset=utf-8",
 }
 _MAX_ATTEMPTS = 8
 _MAX_SNAPSHOT_ID = 200
@@ -64,9 +65,10 @@ class SitemapBucket:
             raise
         return head["ETag"], int(head.get("Metadata", {}).get("seq", "0"))
 
-    def publish(self, name: str, data: bytes, seq: int, unless_same: bool = False) -> bool:
+    def publish(self, name: str, data: bytes, seq: int, unless_same: bool = False, max_age: int | None = None) -> bool:
         """Write ``data`` unless an object rendered from a sequence >= ``seq`` is already there (or, with
         ``unless_same``, one of the same bytes: its ETag, the MD5 of a single-part put without KMS, says so).
+        ``max_age``: its own cache lifetime, instead of the bucket's.
 
         Returns True when written, False when a newer (or the same) state was already published.
         """
@@ -76,7 +78,7 @@ class SitemapBucket:
             if current is not None and (current[1] >= seq or current[0] == same):
                 return False
             condition = {"IfNoneMatch": "*"} if current is None else {"IfMatch": current[0]}
-            if self._put(name, data, seq, condition):
+            if self._put(name, data, seq, condition, max_age):
                 return True
             # someone wrote in between: look again
         raise StalePublish(f"{name}: the object kept changing during {_MAX_ATTEMPTS} attempts to publish it")
@@ -93,7 +95,7 @@ class SitemapBucket:
         self._present.add(name)
         return written
 
-    def _put(self, name: str, data: bytes, seq: int, condition: dict[str, str]) -> bool:
+    def _put(self, name: str, data: bytes, seq: int, condition: dict[str, str], max_age: int | None = None) -> bool:
         """One conditional put; False when its condition failed (412) or a conflicting write was in flight (409)."""
         try:
             self._client.put_object(
@@ -101,7 +103,7 @@ class SitemapBucket:
                 Key=name,
                 Body=data,
                 ContentType=content_type(name),
-                CacheControl=self._cache_control,
+                CacheControl=self._cache_control if max_age is None else f"public, max-age={max_age}",
                 Metadata={"seq": str(seq)},
                 **condition,  # type: ignore[arg-type]
             )

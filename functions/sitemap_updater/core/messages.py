@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from sitemap_updater.core.feed import FeedChange
 from sitemap_updater.core.sharding import section_slug
 
 INDEX_GROUP = "index"
@@ -126,14 +127,22 @@ class ChangeRecords:
 
     digests: dict[str, str] = field(default_factory=dict)
     indexes: set[str] = field(default_factory=set)  # index files published (sitemap.xml, sitemap-index-<n>.xml)
+    changes: list[FeedChange] = field(default_factory=list)  # every change in FIFO order, for the feed
 
 
 def change_record(
-    section: str, seq: int, changed: dict[str, str], digests: dict[str, str], files: list[str]
+    section: str,
+    seq: int,
+    changed: dict[str, str],
+    digests: dict[str, str],
+    files: list[str],
+    lastmods: dict[str, int],
 ) -> Message:
     """What a section rebuild published: the changed URLs (``added``, ``updated``, ``removed``), their entries'
-    digests and the files written. One group: notifier runs never overlap."""
+    digests, the files written and the lastmod each page shows now (microseconds; when it was published for a page
+    without one). One group: notifier runs never overlap."""
     body = {"section": section, "seq": seq, "changed": changed, "digests": digests, "files": files}
+    body["lastmods"] = lastmods
     return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
 
 
@@ -147,9 +156,11 @@ def read_change_records(bodies: Sequence[Mapping[str, Any]]) -> ChangeRecords:
     """Change records in FIFO order; any other body (the scheduled wake-up) says nothing."""
     records = ChangeRecords()
     for body in bodies:
-        digests = body.get("digests", {})
-        for url in body.get("changed", {}):
+        digests, lastmods = body.get("digests", {}), body.get("lastmods", {})
+        for url, change in body.get("changed", {}).items():
             records.digests[url] = str(digests.get(url, UNKNOWN_DIGEST))
+            updated = int(lastmods.get(url, 0))
+            records.changes.append(FeedChange(url, str(change), str(body.get("section", "")), updated))
         if "index" in body:  # a record of an earlier version names no files: it was sitemap.xml
             records.indexes.update(body["index"].get("names", ["sitemap.xml"]))
     return records

@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+from sitemap_updater.core.feed import FEED_NAME, FEED_STATE, FeedChange, FeedState, apply, render_atom
 from sitemap_updater.core.messages import UNKNOWN_DIGEST, read_change_records
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.pages import SentRecord
@@ -56,6 +57,7 @@ class NotifyResult:
     rejected: list[Notification] = field(default_factory=list)
     already_sent: list[str] = field(default_factory=list)  # their current content was announced already
     held: list[str] = field(default_factory=list)  # changed inside their quiet window: sent when it ends
+    feed_written: bool = False  # the recent-changes feed changed
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,8 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
     deadline = notifiers.deadline()
     if settings.indexnow_key:
         _indexnow(digests, pipeline, notifiers, now_s, result, deadline)
+    if settings.feed_entries and read.changes:
+        result.feed_written = update_feed(pipeline, read.changes)
     if notifiers.search_console is not None:
         for index in sorted(read.indexes):
             _search_console(pipeline, notifiers.search_console, notifiers, index, now_s, result, deadline)
@@ -246,6 +250,29 @@ def _search_console(
         raise NotifyRetry(f"Search Console answered {response.status} {attempts} times; will retry")
     else:
         result.rejected.append(notification)
+
+
+def update_feed(pipeline: Pipeline, changes: list[FeedChange]) -> bool:
+    """Apply a batch's changes to the recent-changes feed; publish it when its bytes change. Notifier runs never
+    overlap (one FIFO group), so reading and writing its state race nothing. The state is written first and the
+    feed carries its version: a run that died between the two leaves a feed older than the state, which the next
+    run publishes again (a HEAD when it is current)."""
+    bucket, settings = pipeline.bucket, pipeline.settings
+    before = FeedState.from_json(bucket.read(FEED_STATE))
+    # A page changed in this batch and deleted now leaves the feed, whatever order its sections reported in.
+    gone = {url for url in {c.url for c in changes} if _deleted(pipeline, url)}
+    after = apply(before, changes, settings.feed_entries, gone)
+    if after.entries == before.entries and before.version:
+        after = before
+    else:
+        bucket.publish(FEED_STATE, after.to_json(), after.version)
+    atom = render_atom(pipeline.site.base_url, after)
+    return bucket.publish(FEED_NAME, atom, after.version, unless_same=True, max_age=settings.feed_max_age_seconds)
+
+
+def _deleted(pipeline: Pipeline, url: str) -> bool:
+    page = pipeline.store.get_page(url)
+    return page is None or page.kind == "deleted"
 
 
 def search_console_hint(status: int) -> str:

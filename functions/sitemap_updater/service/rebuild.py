@@ -43,6 +43,7 @@ class SectionRebuild:
     deleted: list[str] = field(default_factory=list)
     changed_urls: dict[str, str] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # of the entries now shown; "" when removed
+    lastmods: dict[str, int] = field(default_factory=dict)  # what each page shown now has (or its publish moment)
     entries_read: int = 0
     snapshots_read: int = 0
     latencies_s: list[float] = field(default_factory=list)  # from a change's record to its publish, per URL
@@ -301,6 +302,11 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         if page is not None and page.kind == "deleted":
             result.changed_urls[url] = "removed"
     result.digests = {url: _shown_digest(shown[url], as_of) if url in shown else "" for url in result.changed_urls}
+    result.lastmods = {
+        url: entry.lastmod_us or as_of
+        for url in result.changed_urls
+        if url in shown and (entry := shown[url].entry) is not None
+    }
     if result.put:
         first_at: dict[str, int] = {}
         for mark in marks:
@@ -308,7 +314,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
                 first_at[mark.url] = min(first_at.get(mark.url, mark.at_us), mark.at_us)
         result.latencies_s = [max(0.0, (as_of - at) / 1e6) for _, at in sorted(first_at.items())]
     if result.changed_urls:
-        message = change_record(section, seq, result.changed_urls, result.digests, result.put)
+        message = change_record(section, seq, result.changed_urls, result.digests, result.put, result.lastmods)
         pipeline.notify_queue.send(*message)
     for published in fresh:
         store.put_file(published)  # after the bytes exist: the index only ever names published files

@@ -1,0 +1,79 @@
+"""The recent-changes Atom feed: newest first, removed pages leave it, valid Atom read by a real parser, kept from
+the notifier's change records with no table read, and written only when it changes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import feedparser  # type: ignore[import-untyped]
+
+from sitemap_updater.core.feed import FEED_NAME, FEED_STATE, FeedChange, FeedState, apply, render_atom
+from sitemap_updater.ports import HttpResponse
+from sitemap_updater.service.notify import Notifiers, notify
+from tests.conftest import BASE
+from tests.unit.test_recovery import Stack, page, replace_settings
+
+T = 1_795_000_000_000_000
+
+
+class NoHttp:
+    timeout = 20.0
+
+    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
+        raise AssertionError("no request expected")
+
+
+def test_added_and_updated_pages_go_to_the_top_and_removed_ones_leave() -> None:
+    state = apply(FeedState(), [FeedChange(f"{BASE}/{n}", "added", "blog", T + n) for n in range(5)], limit=3)
+    assert [e.url for e in state.entries] == [f"{BASE}/4", f"{BASE}/3", f"{BASE}/2"]
+    state = apply(
+        state, [FeedChange(f"{BASE}/2", "updated", "blog", T + 9), FeedChange(f"{BASE}/4", "removed", "blog", 0)], 3
+    )
+    assert [e.url for e in state.entries] == [f"{BASE}/2", f"{BASE}/3"]
+    # A page that moved to another section stays when its old section reports it removed
+    moved = apply(
+        state, [FeedChange(f"{BASE}/3", "added", "news", T + 10), FeedChange(f"{BASE}/3", "removed", "blog", 0)], 3
+    )
+    assert [e.url for e in moved.entries] == [f"{BASE}/3", f"{BASE}/2"]
+
+
+def test_the_feed_is_atom_a_real_parser_reads_without_complaint() -> None:
+    state = apply(
+        FeedState(),
+        [FeedChange(f"{BASE}/a?x=1&y=2", "added", "blog", T), FeedChange(f"{BASE}/b", "added", "blog", T + 1)],
+        10,
+    )
+    parsed = feedparser.parse(render_atom(BASE, state))
+    assert not parsed.bozo, parsed.get("bozo_exception")
+    assert parsed.version == "atom10"
+    assert parsed.feed.title == "Recent changes on www.example.com"
+    assert [e.link for e in parsed.entries] == [f"{BASE}/b", f"{BASE}/a?x=1&y=2"]
+    assert [e.id for e in parsed.entries] == [f"{BASE}/b", f"{BASE}/a?x=1&y=2"]
+    assert parsed.entries[0].updated_parsed[:6] == parsed.feed.updated_parsed[:6]
+
+
+def test_the_notifier_keeps_the_feed_from_change_records_and_writes_it_only_when_it_changes() -> None:
+    # Given a stack with a feed of 5 pages, and pages published
+    stack = Stack(max_urls=3)
+    stack.pipeline = replace_settings(stack, feed_entries=5)
+    stack.send(*[page(f"p{n}", section="blog", lastmod=f"2026-11-0{n + 1}") for n in range(7)])
+    stack.drain()
+    records = stack.notifications()
+    # When the notifier handles their change records
+    notify(records, stack.pipeline, Notifiers(NoHttp()))
+    # Then the feed lists the 5 newest pages, newest first, with their lastmods
+    parsed = feedparser.parse(stack.s3.objects[FEED_NAME].data)
+    assert [e.link for e in parsed.entries] == [f"{BASE}/blog/p{n}" for n in (6, 5, 4, 3, 2)]
+    assert parsed.entries[0].updated.startswith("2026-11-07")
+    assert json.loads(stack.s3.objects[FEED_STATE].data)["version"] == 1
+    # And the same records again write nothing; a deleted page leaves the feed
+    feed = stack.s3.objects[FEED_NAME]
+    notify(records, stack.pipeline, Notifiers(NoHttp()))
+    assert stack.s3.objects[FEED_NAME] is feed
+    stack.queues["notify"].messages.clear()
+    stack.send(page("p6", section="blog", type="delete", occurred_at="2026-11-21T10:00:00Z"))
+    stack.drain()
+    notify(stack.notifications(), stack.pipeline, Notifiers(NoHttp()))
+    parsed = feedparser.parse(stack.s3.objects[FEED_NAME].data)
+    assert [e.link for e in parsed.entries] == [f"{BASE}/blog/p{n}" for n in (5, 4, 3, 2)]
