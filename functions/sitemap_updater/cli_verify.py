@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from sitemap_updater.adapters.fetch import WebFetcher
 from sitemap_updater.core.urls import Site, UrlError
-from sitemap_updater.service.verify import Schemas, Verification, verify
+from sitemap_updater.service.verify import FileCheck, Schemas, Verification, verify
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -37,6 +37,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the canonical scheme and host the pages and sitemaps must be on, when URL is another origin (a "
         "staging host, the bucket's endpoint): the site's URLs are then read from URL's origin (default: URL's)",
     )
+    v.add_argument(
+        "--stack",
+        action="store_true",
+        help="also compare the stack's published tree with its manifests (every file's bytes with its record, files "
+        "no record names), as the hourly reconciliation does, repairing nothing; the stack is named by the "
+        "environment variables `import` reads (SITE_URL, MANIFEST_TABLE, BUCKET_NAME, ...)",
+    )
+    v.add_argument("--endpoint-url", metavar="URL", help="with --stack: an AWS-compatible endpoint instead of AWS")
     v.add_argument("--json", action="store_true", help="print the whole report as JSON instead of text")
     v.add_argument(
         "--schemas",
@@ -65,8 +73,39 @@ def run_verify(args: argparse.Namespace) -> int:
     result = verify(args.url, site, WebFetcher({origin.netloc}), schemas=schemas, progress=progress)
     if progress is not None:
         print(file=sys.stderr)
+    if args.stack:
+        stack = _stack_check(args.endpoint_url)
+        if stack is None:
+            return EXIT_USAGE
+        result.files.append(stack)
     print(json.dumps(result.as_dict(), indent=2) if args.json else report(result))
     return EXIT_PROBLEMS if result.problems else EXIT_OK
+
+
+def _stack_check(endpoint_url: str | None) -> FileCheck | None:
+    """The published tree against the manifests, as reconciliation sees it (nothing repaired)."""
+    import os
+
+    import boto3
+
+    from sitemap_updater.service.reconcile import reconcile
+    from sitemap_updater.settings import Settings, SettingsError
+    from sitemap_updater.wiring.pipeline import connect_pipeline
+
+    try:
+        settings = Settings.from_env(os.environ)
+    except SettingsError as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return None
+    pipeline = connect_pipeline(settings, boto3.session.Session().client, endpoint_url)
+    found = reconcile(pipeline, budget=10**9, repair=False)
+    check = FileCheck(f"s3://{settings.bucket_name}", "stack", entries=len(found.checked))
+    check.problems += [f"{name}: missing, though its record says it is published" for name in found.missing]
+    check.problems += [
+        f"{name}: holds other bytes than its record says (changed out of band)" for name in found.changed
+    ]
+    check.problems += [f"{name}: named by no record or index" for name in found.stray]
+    return check
 
 
 def _progress(result: Verification) -> None:

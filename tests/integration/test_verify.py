@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from sitemap_updater.cli import main
-from tests.conftest import BASE, SECTIONS
+from sitemap_updater.local.stack import session
+from tests.conftest import BASE, SECTIONS, event
+from tests.integration.conftest import LocalRunFactory, bodies
 from tests.integration.test_adopt import Reply, Web
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +36,7 @@ def web() -> Iterator[Web]:
 def publish(web: Web, out: Path) -> None:
     """Serve a built site as the stack's bucket behind its CDN does, with a robots.txt naming its index."""
     for path in out.iterdir():
-        web.replies[f"/{path.name}"] = Reply(path.read_bytes(), headers=HEADERS[path.suffix])
+        web.replies[f"/{path.name}"] = Reply(path.read_bytes(), headers=HEADERS.get(path.suffix, {}))
     web.replies["/robots.txt"] = Reply(f"User-agent: *\nSitemap: {BASE}/sitemap.xml\n".encode())
 
 
@@ -156,3 +158,39 @@ def test_the_text_report_lists_each_file_and_ends_with_the_verdict(
 def test_a_url_that_is_not_a_site_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "ftp://example.com/"]) == 2
     assert "must be an absolute http(s) URL" in capsys.readouterr().err
+
+
+def test_with_the_stack_the_published_tree_is_compared_with_the_manifests(
+    web: Web,
+    tmp_path: Path,
+    local_run: LocalRunFactory,
+    moto_endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a local stack that published pages, served as its CDN would serve them
+    run = local_run()
+    run.send_wave(bodies([event(f"{BASE}/blog/p{n}") for n in range(3)] + [event(f"{BASE}/news/a")]))
+    out = tmp_path / "served"
+    run.download(out)
+    publish(web, out)
+    for name, value in {**run.stack.environment, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    # And then one file deleted from the bucket and another overwritten, behind the stack's back
+    s3 = session().client("s3", endpoint_url=moto_endpoint)
+    bucket = run.stack.physical["SitemapBucket"]
+    s3.delete_object(Bucket=bucket, Key="sitemap-blog-00000000.xml.gz")
+    s3.put_object(Bucket=bucket, Key="sitemap-news-00000000.xml.gz", Body=b"other bytes")
+    capsys.readouterr()
+    # When the site is verified with the stack's resources
+    argv = ["verify", web.url("/"), "--site", BASE, "--stack", "--endpoint-url", moto_endpoint, "--json"]
+    status = main(argv)
+    report = json.loads(capsys.readouterr().out)
+    # Then the crawl finds nothing wrong (the CDN still serves the old copies) but the stack's tree does
+    assert status == 1
+    assert report["problems"] == [
+        f"s3://{bucket}: sitemap-blog-00000000.xml.gz: missing, though its record says it is published",
+        f"s3://{bucket}: sitemap-news-00000000.xml.gz: holds other bytes than its record says (changed out of band)",
+    ]
+    assert run.published().get("sitemap-news-00000000.xml.gz") == b"other bytes"  # nothing repaired

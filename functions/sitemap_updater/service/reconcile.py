@@ -43,8 +43,11 @@ class Reconciliation:
     stray: list[str] = field(default_factory=list)  # deleted: no record or index names them
 
 
-def reconcile(pipeline: Pipeline, budget: int = DEFAULT_BUDGET, min_age_s: int = MIN_AGE_S) -> Reconciliation:
-    """Check this run's slice of the published files and the index files; repair what differs."""
+def reconcile(
+    pipeline: Pipeline, budget: int = DEFAULT_BUDGET, min_age_s: int = MIN_AGE_S, repair: bool = True
+) -> Reconciliation:
+    """Check this run's slice of the published files and the index files; repair what differs (``repair``;
+    without it, only report: ``verify --stack`` compares the whole published tree with the manifests so)."""
     now = to_micros(pipeline.clock())
     store, bucket = pipeline.store, pipeline.bucket
     result = Reconciliation()
@@ -59,13 +62,15 @@ def reconcile(pipeline: Pipeline, budget: int = DEFAULT_BUDGET, min_age_s: int =
         if found == published.sha256:
             continue
         (result.missing if found is None else result.changed).append(published.name)
+        if not repair:
+            continue
         store.mark_unsettled(published)
         message = repair_message(published.section, published.key_range.start, published.name, now)
         pipeline.rebuild_queue.send(*message)
-    _check_indexes(pipeline, result, now)
+    _check_indexes(pipeline, result, now, repair)
     low = "" if turn == 0 or not part else part[0].name
     high = None if turn == runs - 1 or not part else part[-1].name
-    _delete_strays(pipeline, records, result, low, high, now - min_age_s * 1_000_000)
+    _delete_strays(pipeline, records, result, low, high, now - min_age_s * 1_000_000, repair)
     return result
 
 
@@ -79,7 +84,7 @@ def _xml_sha256(data: bytes | None) -> str | None:
         return ""
 
 
-def _check_indexes(pipeline: Pipeline, result: Reconciliation, now: int) -> None:
+def _check_indexes(pipeline: Pipeline, result: Reconciliation, now: int, repair: bool) -> None:
     recorded = pipeline.store.index_sha()
     if not recorded or recorded.startswith(UNSETTLED):
         return  # no index (no pages), or an index rebuild is under way and writes every index file
@@ -91,7 +96,7 @@ def _check_indexes(pipeline: Pipeline, result: Reconciliation, now: int) -> None
         if data is None or hashlib.sha256(data).hexdigest() != digests[name]:
             (result.missing if data is None else result.changed).append(name)
             wrong.append(name)
-    if wrong:
+    if wrong and repair:
         # Unsettled: the next index rebuild trusts no recorded digest and writes every index file again.
         extra = sorted(set(digests) - {INDEX_NAME})
         pipeline.store.put_index_sha(" ".join([UNSETTLED, *extra]), pipeline.store.next_index_generation())
@@ -99,7 +104,13 @@ def _check_indexes(pipeline: Pipeline, result: Reconciliation, now: int) -> None
 
 
 def _delete_strays(
-    pipeline: Pipeline, records: list[PublishedFile], result: Reconciliation, low: str, high: str | None, before: int
+    pipeline: Pipeline,
+    records: list[PublishedFile],
+    result: Reconciliation,
+    low: str,
+    high: str | None,
+    before: int,
+    repair: bool,
 ) -> None:
     """Delete sitemap files and further index files in the name range (low, high] that no record names."""
     known = {f.name for f in records} | set(published_indexes(pipeline.store.index_sha()))
@@ -110,6 +121,7 @@ def _delete_strays(
             break
         ours = (name.startswith("sitemap-") and name.endswith((".xml.gz", ".txt"))) or is_further_index(name)
         if ours and name not in known and written_us < before:
-            pipeline.bucket.delete(name)
-            pipeline.bucket.delete_snapshot(name)
+            if repair:
+                pipeline.bucket.delete(name)
+                pipeline.bucket.delete_snapshot(name)
             result.stray.append(name)
