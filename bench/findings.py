@@ -79,9 +79,11 @@ def findings(data: dict[str, Any]) -> list[str]:
         f"rewrote files up to {max(spread_puts, default=0)} times ({sum(spread_puts) / max(len(spread_puts), 1):.1f} "
         "on average), so they uploaded more sitemap bytes than the full publish. The first ingest batch's marks start "
         "each section's rebuild at once; the other nine batches' marks wait in the group and make a second (or "
-        "third) rebuild. A delay on the rebuild queue (`DelaySeconds` of about 5 s, paid once in freshness) would "
-        "let a burst's marks gather in their groups before the first rebuild: one rewrite per file, at most the "
-        "full publish's bytes.",
+        "third) rebuild. A delay on the rebuild queue does not help (tried on 2026-11-24 with `DelaySeconds` 5: "
+        "the same rewrites, 5 s later): SQS delays every message alike, so a burst longer than the delay still "
+        "arrives in slices, and Lambda's batching window is not available for FIFO event sources. Coalescing a "
+        "burst needs the rebuild to wait for its group to go quiet (a short sleep before it reads the group's "
+        "backlog, or a scheduled drain per section), paid in freshness.",
         f"- **Fixed costs weigh at low rates**: at one event per second the custom metrics, alarms and dashboard "
         f"are ${fixed['CloudWatch']:.2f} per million events and the event sources' idle polls ${fixed['SQS']:.2f} "
         "(about $7 a month whatever the traffic; CloudWatch's free tier of 10 metrics, 10 alarms and 3 "

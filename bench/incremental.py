@@ -62,7 +62,7 @@ def run(size: int) -> dict[str, Any]:
     from sitemap_updater.local.stack import load_template
     from tests.sim.world import TEMPLATE, Config, Simulation
 
-    sim = Simulation(Config(0, max_urls=10_000))
+    sim = Simulation(Config(0, max_urls=10_000, max_files_per_index=50_000))  # as deployed
     meter = Meter(sim)
     driver = Driver(sim, meter)
     with contextlib.redirect_stdout(meter.logs):  # the handlers' EMF metrics

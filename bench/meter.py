@@ -258,6 +258,8 @@ class Meter:
             "next_index_generation": ("UpdateItem", small_write),
             "index_sha": ("GetItem", small_read),
             "put_index_sha": ("PutItem", small_write),
+            "import_running": ("GetItem", small_read),
+            "set_import_running": ("PutItem", small_write),  # or DeleteItem when done: one small item either way
             "held": ("Query", held),
             "hold": ("BatchWriteItem", hold),
             "release": ("BatchWriteItem", release),

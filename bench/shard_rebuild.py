@@ -30,7 +30,7 @@ def _one(size: int) -> dict[str, float]:
     from sitemap_updater.service.rebuild import rebuild_section
     from tests.sim.world import Config, Simulation
 
-    sim = Simulation(Config(0, max_urls=50_000))
+    sim = Simulation(Config(0, max_urls=50_000, max_files_per_index=50_000))
     sim.s3.watch = lambda _name, _old, _new: None  # the simulation's invariant checks are not the rebuild's cost
     pipeline, site = sim.pipeline, sim.pipeline.site
 

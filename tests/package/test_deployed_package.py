@@ -172,7 +172,6 @@ def test_every_function_runs_from_the_built_package(
     parameters["WebhookSecretArn"] = webhooks
     parameters["Sections"] = "blog"  # a setting other than the default, read from the environment as deployed
     parameters["CdnMaxAgeSeconds"] = "0"  # no CDN here: the index queue need not wait out a cache lifetime
-    parameters["RebuildDelaySeconds"] = "0"  # nor the rebuild queue for a burst to gather
     stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-test")
     env = {
         **stack.environment,

@@ -56,6 +56,7 @@ class Config:
     containers: int = 2
     span_s: float = 600.0
     max_urls: int | None = None  # per file; by default the seed picks 3, 4, 6 or 10
+    max_files_per_index: int | None = None  # by default 2 in a quarter of the seeds (several index files), else 50,000
     failing_rate: float = 0.3  # how often the sequence has an event that fails on every receive
 
 
@@ -157,6 +158,8 @@ class Simulation:
             self.max_urls = config.max_urls
         # Index files that may name 2 files in a quarter of the sequences, so that sites get several of them.
         self.max_files_per_index = 2 if config.seed % 4 == 0 else 50_000
+        if config.max_files_per_index is not None:
+            self.max_files_per_index = config.max_files_per_index
         self._parsed: dict[str, dict[str, bytes]] = {}
         self.ever: dict[str, set[bytes]] = {}
         self._crashed: set[str] = set()

@@ -104,13 +104,11 @@ class LocalRun:
             self._mock = mock_aws()
             self._mock.start()
         self.endpoint_url = endpoint_url
-        # No CDN caches a local run: files change at once and retired ones go at once, and rebuild requests wait for
-        # nothing (unless a caller says so).
+        # No CDN caches a local run: files change at once and retired ones go at once (unless a caller says so).
         parameters = {
             "SiteUrl": site_url,
             "IndexNowKey": indexnow_key,
             "CdnMaxAgeSeconds": "0",
-            "RebuildDelaySeconds": "0",
             "RetiredFileGraceSeconds": "0",
             **(parameters or {}),
         }
