@@ -297,8 +297,8 @@ class Simulation:
             self._indexes.append((self.clock.now, frozenset().union(*self._index_files.values())))
             # A page only files the index no longer names show (their section emptied, the files retired) is gone
             # for a crawler: shown again, even with the same content, it is a new change announced again.
-            named = frozenset().union(*self._index_files.values())
-            shown = {url for n in named if n in self.s3.objects for url in self._entries(self.s3.objects[n].data)}
+            listed = frozenset().union(*self._index_files.values())
+            shown = {url for n in listed if n in self.s3.objects for url in self._entries(self.s3.objects[n].data)}
             for url in [u for u in self._last_shown if u not in shown]:
                 self._last_shown.pop(url)
         for named in sorted(frozenset().union(*self._index_files.values()) - set(self.s3.objects) - self._drifted):
