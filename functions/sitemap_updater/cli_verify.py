@@ -117,7 +117,8 @@ def report(result: Verification) -> str:
     lines = [f"verify {result.location}"]
     for f in result.files:
         answer = f"HTTP {f.status}" if f.status is not None else "unreachable"
-        size = f", {f.entries:,} entries, {f.bytes:,} bytes" if f.kind != "robots.txt" and f.status == 200 else ""
+        counted = f"{f.entries:,} {'entry' if f.entries == 1 else 'entries'}, {f.bytes:,} bytes"
+        size = f", {counted}" if f.kind != "robots.txt" and f.status == 200 else ""
         lines.append(f"  {f.kind}: {f.url}: {answer}{size}")
     lines += [f"problem: {p}" for p in result.problems]
     lines += [f"note: {n}" for n in result.notes]
