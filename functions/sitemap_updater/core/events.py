@@ -15,6 +15,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -230,18 +231,21 @@ class PageEvent(_Model):
             raise ValueError(f"out of range: must be {WINDOW_TEXT}")
         return value
 
+    # The section the site's Sections setting gives the URL, found while validating; not a field of the event, so
+    # an event read and written again (adoption) still names no section and the reading stack's setting decides.
+    _site_section: str = PrivateAttr(default=ROOT_SECTION)
+
     @model_validator(mode="after")
-    def _site_section(self, info: ValidationInfo) -> PageEvent:
-        """An event without a section gets the one the site's ``Sections`` setting gives its URL."""
+    def _section_by_site(self, info: ValidationInfo) -> PageEvent:
         context = info.context
         if self.section is None and isinstance(context, dict) and isinstance(context.get("site"), Site):
-            self.__dict__["section"] = context["site"].section_of(self.url)  # frozen: set once, while validating
+            self._site_section = context["site"].section_of(self.url)
         return self
 
     @property
     def page_section(self) -> str:
         """The page's section: named by the event, else given by the site's setting when it was validated."""
-        return ROOT_SECTION if self.section is None else self.section
+        return self._site_section if self.section is None else self.section
 
     @property
     def no_lastmod(self) -> bool:

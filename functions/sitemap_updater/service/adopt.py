@@ -276,8 +276,6 @@ class Adoption:
             if self.progress is not None and self.pages % 1000 == 0:
                 self.progress(self)
             adopted = parsed.event.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-            if "section" not in parsed.event.model_fields_set:
-                del adopted["section"]  # the importing stack's Sections setting decides, not this site's
             if parsed.event.lastmod is None:
                 adopted["lastmod"] = None  # the sitemap gave none (or one dropped): none is shown, none made up
             return json.dumps(adopted, ensure_ascii=False, separators=(",", ":"))
