@@ -20,7 +20,6 @@ import hashlib
 import zlib
 from dataclasses import dataclass, field
 
-from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.messages import index_request, repair_message
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.render import is_further_index
@@ -67,10 +66,14 @@ def reconcile(
         store.mark_unsettled(published)
         message = repair_message(published.section, published.key_range.start, published.name, now)
         pipeline.rebuild_queue.send(*message)
-    _check_indexes(pipeline, result, now, repair)
+    recorded = store.index_sha()
+    _check_indexes(pipeline, recorded, result, now, repair)
     low = "" if turn == 0 or not part else part[0].name
     high = None if turn == runs - 1 or not part else part[-1].name
-    _delete_strays(pipeline, records, result, low, high, now - min_age_s * 1_000_000, repair)
+    known = {f.name for f in records} | set(published_indexes(recorded))
+    if pipeline.settings.text_sitemaps:
+        known |= {text_twin(f.name) for f in records}
+    _delete_strays(pipeline, known, result, low, high, now - min_age_s * 1_000_000, repair)
     return result
 
 
@@ -84,8 +87,7 @@ def _xml_sha256(data: bytes | None) -> str | None:
         return ""
 
 
-def _check_indexes(pipeline: Pipeline, result: Reconciliation, now: int, repair: bool) -> None:
-    recorded = pipeline.store.index_sha()
+def _check_indexes(pipeline: Pipeline, recorded: str | None, result: Reconciliation, now: int, repair: bool) -> None:
     if not recorded or recorded.startswith(UNSETTLED):
         return  # no index (no pages), or an index rebuild is under way and writes every index file
     digests = published_indexes(recorded)
@@ -105,17 +107,14 @@ def _check_indexes(pipeline: Pipeline, result: Reconciliation, now: int, repair:
 
 def _delete_strays(
     pipeline: Pipeline,
-    records: list[PublishedFile],
+    known: set[str],
     result: Reconciliation,
     low: str,
     high: str | None,
     before: int,
     repair: bool,
 ) -> None:
-    """Delete sitemap files and further index files in the name range (low, high] that no record names."""
-    known = {f.name for f in records} | set(published_indexes(pipeline.store.index_sha()))
-    if pipeline.settings.text_sitemaps:
-        known |= {text_twin(f.name) for f in records}
+    """Delete sitemap files and further index files in the name range (low, high] that nothing ``known`` names."""
     for name, written_us in pipeline.bucket.objects(start_after=low):
         if high is not None and name > high:
             break
