@@ -293,11 +293,11 @@ class Simulation:
                     (loc.text or "").removeprefix(f"{BASE}/")
                     for loc in etree.fromstring(new.data).iterfind("s:sitemap/s:loc", NS)
                 )
+            listed = frozenset().union(*self._index_files.values())
             # No index left: the site has no pages; a crawler finds none once the CDN's cached copy has expired.
-            self._indexes.append((self.clock.now, frozenset().union(*self._index_files.values())))
+            self._indexes.append((self.clock.now, listed))
             # A page only files the index no longer names show (their section emptied, the files retired) is gone
             # for a crawler: shown again, even with the same content, it is a new change announced again.
-            listed = frozenset().union(*self._index_files.values())
             shown = {url for n in listed if n in self.s3.objects for url in self._entries(self.s3.objects[n].data)}
             for url in [u for u in self._last_shown if u not in shown]:
                 self._last_shown.pop(url)
