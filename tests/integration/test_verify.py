@@ -46,17 +46,18 @@ def run(web: Web, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int,
 
 
 @pytest.fixture
-def built(tmp_path: Path) -> Path:
+def built(tmp_path: Path, web: Web, capsys: pytest.CaptureFixture[str]) -> Path:
+    """The sample site built and served with a robots.txt naming its index (the build's output not kept)."""
     out = tmp_path / "out"
     argv = ["build", "--site", BASE, "--events", str(SAMPLE), "--out", str(out), "--sections", SECTIONS, "--quiet"]
     assert main([*argv, "--as-of", "2026-11-21T12:00:00Z"]) == 0
+    publish(web, out)
+    capsys.readouterr()
     return out
 
 
 def test_a_site_the_build_published_has_no_problem(web: Web, built: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Given the sample site built and served with a robots.txt naming its index
-    capsys.readouterr()
-    publish(web, built)
     # When it is verified from its root
     status, report = run(web, capsys, *(["--schemas", str(SCHEMAS)] if SCHEMAS.exists() else []))
     # Then robots.txt, the index and every file were read, every page counted, and nothing is wrong
@@ -72,8 +73,6 @@ def test_each_problem_is_named_with_its_file_and_the_exit_status_is_1(
     web: Web, built: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given the sample site served with one of each mistake
-    capsys.readouterr()
-    publish(web, built)
     index = web.replies["/sitemap.xml"].body.decode()
     blog = "sitemap-blog-00000000.xml.gz"
     web.replies.pop(f"/{blog}")  # named by the index, gone
@@ -105,8 +104,6 @@ def test_an_index_lastmod_older_than_its_files_newest_page_is_a_problem(
     web: Web, built: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given an index that names a file with a lastmod older than the newest page in it
-    capsys.readouterr()
-    publish(web, built)
     index = web.replies["/sitemap.xml"].body.decode()
     stale = index.replace("<lastmod>2026-11-19T15:00:00+00:00</lastmod>", "<lastmod>2020-01-01</lastmod>", 1)
     assert stale != index
@@ -121,8 +118,6 @@ def test_an_index_lastmod_older_than_its_files_newest_page_is_a_problem(
 def test_robots_txt_without_a_sitemap_line_is_reported_and_the_index_read_anyway(
     web: Web, built: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    capsys.readouterr()
-    publish(web, built)
     web.replies["/robots.txt"] = Reply(b"User-agent: *\nDisallow:\n")
     status, report = run(web, capsys)
     assert status == 1
@@ -134,8 +129,6 @@ def test_robots_txt_without_a_sitemap_line_is_reported_and_the_index_read_anyway
 def test_with_the_official_schemas_an_element_they_do_not_allow_is_a_problem(
     web: Web, built: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    capsys.readouterr()
-    publish(web, built)
     index = web.replies["/sitemap.xml"].body.decode().replace("<sitemap>", "<sitemap><priority>1</priority>", 1)
     web.replies["/sitemap.xml"] = Reply(index.encode(), headers=HEADERS[".xml"])
     status, report = run(web, capsys, "--schemas", str(SCHEMAS))
@@ -146,8 +139,6 @@ def test_with_the_official_schemas_an_element_they_do_not_allow_is_a_problem(
 def test_the_text_report_lists_each_file_and_ends_with_the_verdict(
     web: Web, built: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    capsys.readouterr()
-    publish(web, built)
     assert main(["verify", web.url("/"), "--site", BASE]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"verify {web.url('/')}"
