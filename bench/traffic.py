@@ -34,6 +34,7 @@ from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import Notifiers
+from sitemap_updater.service.reconcile import reconcile
 from sitemap_updater.service.sweep import sweep, upkeep
 from sitemap_updater.wiring.pipeline import use_pipeline
 from tests.sim.fakes import Message, SimQueueState
@@ -167,10 +168,12 @@ class Driver:
         return at + seconds
 
     def hourly(self) -> dict[str, Usage]:
-        """One run of each scheduled function (the sweep finds nothing pending after a drained scenario)."""
+        """One run of each scheduled function (the sweep finds nothing pending after a drained scenario; the
+        reconciliation reads its slice of 200 files and finds nothing to repair)."""
         self.meter.usage = {}
         for name, job in (("SweepFunction", lambda: sweep(self.sim.pipeline, None)),
-                          ("UpkeepFunction", lambda: upkeep(self.sim.pipeline))):  # fmt: skip
+                          ("UpkeepFunction", lambda: upkeep(self.sim.pipeline)),
+                          ("ReconcileFunction", lambda: reconcile(self.sim.pipeline))):  # fmt: skip
             memory = self.functions[name].memory_mb if name in self.functions else 512
             self.meter.invoke(name, job, cpu_scale(memory))
         return self.meter.usage
