@@ -6,7 +6,7 @@ One table, keys ``pk`` (partition) and ``sk`` (sort):
 |---|---|---|---|
 | page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, pending |
 | manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url id>`` | the encoded entry or tombstone |
-| section sequence | ``seq#<section>`` | ``seq`` | bumped with every manifest change of the section |
+| section sequence | ``seq#<section>`` | ``seq`` | bumped by an import (stacks before 2026-11-25: by every change) |
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
 
@@ -134,9 +134,10 @@ class ManifestStore:
         }
 
     def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None) -> bool:
-        """Atomically: the page state (if it still has ``expected_rank``), its manifest entry, the removal of
-        its entry from a section it left, and the sequence bump of each touched section. False when another
-        writer changed the page first."""
+        """Atomically: the page state (if it still has ``expected_rank``), its manifest entry and the removal of
+        its entry from a section it left. False when another writer changed the page first. No section counter is
+        bumped: a rebuild's own number versions its bytes (``next_rebuild``), since rebuilds of a section run one
+        after another and each reads the manifest after the marks it handles were recorded."""
         items: list[Any] = [
             {"Put": {"TableName": self.table, "Item": self._page_item(write, True), **self._condition(expected_rank)}},
             {
@@ -150,22 +151,9 @@ class ManifestStore:
                 }
             },
         ]
-        sections = [write.section]
         if old_section is not None and old_section != write.section:
             key = {"pk": _s(f"sec#{old_section}"), "sk": _s(entry_sort_key(write.key, write.url))}
             items.append({"Delete": {"TableName": self.table, "Key": key}})
-            sections.append(old_section)
-        for section in sections:
-            items.append(
-                {
-                    "Update": {
-                        "TableName": self.table,
-                        "Key": {"pk": _s(f"seq#{section}"), "sk": _s("seq")},
-                        "UpdateExpression": "ADD n :one",
-                        "ExpressionAttributeValues": {":one": _n(1)},
-                    }
-                }
-            )
         for attempt in range(1, self._conflicts.attempts + 1):
             try:
                 self._client.transact_write_items(TransactItems=items)

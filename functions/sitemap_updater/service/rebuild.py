@@ -191,10 +191,12 @@ class _Section:
 def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) -> SectionRebuild:
     """Re-render the files of ``section`` that hold the marked keys; publish what changed."""
     store, bucket = pipeline.store, pipeline.bucket
-    seq = store.section_seq(section)  # read before the manifest: what we render is at least this new
-    # A file's bytes are versioned by the section's sequence plus the rebuild's own number: rebuilds of a section
-    # run one after another, and a later one renders what the earlier ones did plus its own marks (an earlier
-    # one may have rendered from a snapshot without a change whose mark came only later, at the same sequence).
+    # A file's bytes are versioned by the rebuild's own number: rebuilds of a section run one after another (one
+    # FIFO group), and a later one renders what the earlier ones did plus its own marks (an earlier one may have
+    # rendered from a snapshot without a change whose mark came only later). The section's sequence, which only
+    # an import bumps now (ingest bumped it with every change until 2026-11-25, at two write units an event), is
+    # added so that versions stay above those a stack published before that.
+    seq = store.section_seq(section)
     version = seq + store.next_rebuild(section)
     result = SectionRebuild(section, seq)
     records = store.files(section)
