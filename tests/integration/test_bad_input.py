@@ -6,7 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
-from sitemap_updater.core.events import MAX_BODY_BYTES
+from sitemap_updater.core.event_rules import MAX_BODY_BYTES
 from tests.conftest import BASE, event
 from tests.integration.conftest import LocalRunFactory
 

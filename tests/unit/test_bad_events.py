@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from sitemap_updater.core.errors import EventRejected
-from sitemap_updater.core.events import MAX_BODY_BYTES, parse_event
+from sitemap_updater.core.event_rules import MAX_BODY_BYTES
+from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.urls import Site
 from tests.conftest import BASE, event

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
-from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import state_from_event
+from sitemap_updater.core.spill import Spilled, spill_state
 from sitemap_updater.core.urls import Site
 
 SITE = Site.parse("https://www.example.com")
@@ -24,8 +24,8 @@ SITES = [SITE, Site.parse(BASE, sections=frozenset({"blog", "a", "über", "%7Eus
 BAD_EVENTS = Path(__file__).resolve().parents[1] / "data" / "bad_events"
 
 
-def model_record(raw: bytes, site: Site = SITE) -> tuple[int, bytes] | str:
-    """What the contract (pydantic) path makes of a line: a record, or why the fast path must not take it."""
+def model_record(raw: bytes, site: Site = SITE) -> Spilled | str:
+    """What the contract (pydantic) path makes of a line: a spilled state, or why the fast path must not take it."""
     try:
         parsed = parse_event(raw, site)
     except EventRejected:
@@ -33,7 +33,7 @@ def model_record(raw: bytes, site: Site = SITE) -> tuple[int, bytes] | str:
     if parsed.warnings or parsed.unknown_fields:
         return "warned"
     state = state_from_event(parsed.event)
-    return state.key, encode_state(state)
+    return spill_state(state)
 
 
 URLS = [

@@ -15,6 +15,7 @@ from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, news_included, render_index, render_urlset
 from sitemap_updater.core.sharding import KEY_SPACE, Limits, plan_ranges
+from sitemap_updater.core.spill import Spilled, spill_state
 from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
 from tests.conftest import AS_OF_US, BASE, event, parse
 
@@ -167,9 +168,8 @@ def test_a_long_section_name_survives_the_record_format() -> None:
         parse_event(json.dumps(event(section="x" * 101)), SITE)
 
 
-def _model_record(body: dict[str, Any]) -> tuple[int, bytes]:
-    state = state_from_event(parse(body))
-    return state.key, encode_state(state)
+def _model_record(body: dict[str, Any]) -> Spilled:
+    return spill_state(state_from_event(parse(body)))
 
 
 def test_the_fast_path_takes_common_lines_at_the_edges_and_agrees_with_the_model() -> None:

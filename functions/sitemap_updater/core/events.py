@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -24,36 +24,23 @@ from pydantic import (
 
 from sitemap_updater.core.entry import check_entry_size, entry_from_event
 from sitemap_updater.core.errors import EventRejected, Oversized
+from sitemap_updater.core.event_rules import (
+    MAX_ALTERNATES,
+    MAX_BODY_BYTES,
+    MAX_IMAGES,
+    MAX_INT_DIGITS,
+    MAX_SECTION_CHARS,
+    MAX_VERSION,
+    MAX_VIDEOS,
+    TYPE_ALIASES,
+    WINDOW_TEXT,
+    ChangeFreq,
+    in_window,
+    w3c_datetime,
+)
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.text import check_xml_text
 from sitemap_updater.core.urls import ROOT_SECTION, Site, UrlError, canonical_media_url, canonical_page_url
-
-TYPE_ALIASES = {
-    "upsert": "upsert",
-    "publish": "upsert",
-    "update": "upsert",
-    "delete": "delete",
-    "unpublish": "delete",
-    "archive": "delete",
-}
-MAX_IMAGES = 1000
-MAX_VIDEOS = 100
-MAX_ALTERNATES = 1000
-MAX_VERSION = 10**18
-MAX_BODY_BYTES = 262_144  # SQS's message limit: a larger body cannot have come through the queue
-MAX_INT_DIGITS = 4_300  # Python's own limit for reading an integer from text
-# Every instant is stored as microseconds since 1970 and written as a UTC date: the window both can hold.
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_LAST = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
-WINDOW_TEXT = "from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"
-
-
-def in_window(value: date | datetime) -> bool:
-    """True when ``value`` (a date, or an aware date-time) lies in the window; compared without converting
-    to UTC, which overflows at the ends of the calendar (``9999-12-31T23:00-05:00``)."""
-    if isinstance(value, datetime):
-        return timedelta(0) <= value - _EPOCH <= _LAST - _EPOCH
-    return value.year >= 1970
 
 
 def _event_type(value: object) -> object:
@@ -63,35 +50,6 @@ def _event_type(value: object) -> object:
             names = ", ".join(TYPE_ALIASES)
             raise ValueError(f"unknown event type {value!r}; expected one of {names}")
         return mapped
-    return value
-
-
-def _w3c_datetime(value: object) -> object:
-    """Accept a date (``2026-11-20``) or a date-time with a UTC offset, within the window; reject a naive
-    date-time."""
-    text: str | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        raise ValueError("must be a W3C date or date-time string, not a number")
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text)
-        except ValueError as exc:
-            raise ValueError(f"{text!r} is not a W3C date (YYYY-MM-DD) or date-time with offset") from exc
-        if isinstance(value, datetime) and value.tzinfo is None:
-            raise ValueError(f"{text!r} has no UTC offset; add Z or +hh:mm")
-    if isinstance(value, datetime) and value.tzinfo is None:
-        raise ValueError("a date-time needs a UTC offset")
-    if isinstance(value, date) and not in_window(value):
-        shown = text if isinstance(text, str) else str(value)
-        raise ValueError(f"{shown!r} is out of range: dates must be {WINDOW_TEXT}")
-    return value
-
-
-def parse_w3c(text: str) -> date | datetime:
-    """Parse a W3C date or date-time with offset, as written in sitemaps."""
-    value = _w3c_datetime(text)
-    assert isinstance(value, date)
     return value
 
 
@@ -112,8 +70,7 @@ def _media_url(value: str) -> str:
 Text = Annotated[str, AfterValidator(check_xml_text)]
 NonEmptyText = Annotated[str, Field(min_length=1), AfterValidator(check_xml_text)]
 MediaUrl = Annotated[str, Field(min_length=1), AfterValidator(_media_url)]
-W3CDate = Annotated[date | datetime, BeforeValidator(_w3c_datetime)]
-ChangeFreq = Literal["always", "hourly", "daily", "weekly", "monthly", "yearly", "never"]
+W3CDate = Annotated[date | datetime, BeforeValidator(w3c_datetime)]
 
 
 class _Model(BaseModel):
@@ -207,7 +164,9 @@ class PageEvent(_Model):
     )
     changefreq: ChangeFreq | None = None
     priority: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
-    section: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(check_xml_text)] | None = None
+    section: (
+        Annotated[str, Field(min_length=1, max_length=MAX_SECTION_CHARS), AfterValidator(check_xml_text)] | None
+    ) = None
     images: list[Image] = Field(default_factory=list, max_length=MAX_IMAGES)
     videos: list[Video] = Field(default_factory=list, max_length=MAX_VIDEOS)
     news: News | None = None

@@ -1,21 +1,23 @@
-"""A fast path from one JSON line of an export to its spill record, for events of the common shape.
+"""A fast path from the JSON lines of an export to their spilled states, for events of the common shape.
 
 The pydantic models (``parse_event``) are the contract. This path takes only events that the models would
 accept as they are, with no warning and no unknown field — an upsert or delete with a URL, dates, version,
 changefreq, priority, section and images — and renders the bytes the model path renders, from the same
 rendering functions. Anything else (an envelope, a video, news, an alternate, a URL to canonicalise with a
-warning, a value to coerce, an error) returns None and goes to the model path, which also words the errors.
-``tests/unit/test_fastline.py`` holds both paths to the same records.
+warning, a value to coerce, an error) is left to the model path, which also words the errors. The JSON is read
+by msgspec into a struct of exact types (nothing the models would coerce, no field they do not know, their
+bounds), so no pydantic is imported here. ``tests/unit/test_fastline.py`` holds both paths to the same states.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import date, datetime
-from typing import get_args
+from hashlib import blake2b
+from typing import Annotated
 
-from pydantic_core import SchemaValidator
-from pydantic_core import core_schema as cs
+from msgspec import UNSET, Meta, Struct, UnsetType
+from msgspec.json import Decoder
 
 from sitemap_updater.core.entry import (
     FLAG_IMAGE,
@@ -26,9 +28,10 @@ from sitemap_updater.core.entry import (
     url_open,
     w3c,
 )
-from sitemap_updater.core.events import (
+from sitemap_updater.core.event_rules import (
     MAX_BODY_BYTES,
     MAX_IMAGES,
+    MAX_SECTION_CHARS,
     MAX_VERSION,
     TYPE_ALIASES,
     ChangeFreq,
@@ -36,54 +39,43 @@ from sitemap_updater.core.events import (
     parse_w3c,
 )
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.records import encode_record
-from sitemap_updater.core.sharding import url_bytes_key
+from sitemap_updater.core.spill import HEAD, SHIFT, Spilled, SpillGroups
 from sitemap_updater.core.text import forbidden_character
 from sitemap_updater.core.urls import ROOT_SECTION, Site, UrlError, canonical_media_url, canonical_page_url
 
 _CACHE_LIMIT = 65_536
 # The date-time shapes both readers take the same way: seconds, up to six fraction digits, Z or +hh:mm.
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?(?:Z|[+-]\d\d:\d\d)", re.ASCII)
+_KEY_HASH = blake2b(digest_size=8)  # sharding.page_key's hash, copied per URL
+_ENTRY_BUDGET = MAX_ENTRY_BYTES - len(URL_CLOSE)
 
 
-def _field(schema: cs.CoreSchema, *, required: bool = False) -> cs.TypedDictField:
-    return cs.typed_dict_field(schema if required else cs.nullable_schema(schema), required=required)
+class _Image(Struct, forbid_unknown_fields=True, gc=False):
+    loc: Annotated[str, Meta(min_length=1)]
+    title: str | None = None
+    caption: str | None = None
 
 
-def _strict_text(**limits: int) -> cs.CoreSchema:
-    return cs.str_schema(strict=True, **limits)  # type: ignore[arg-type]
+class _Line(Struct, forbid_unknown_fields=True, gc=False):
+    """The common shape: exact JSON types, optional fields null where the models allow it. ``lastmod`` tells
+    null (no lastmod, left to the model path) from absent; ``images`` may not be null."""
+
+    type: str
+    url: Annotated[str, Meta(min_length=1)]
+    occurred_at: str
+    version: Annotated[int, Meta(ge=0, le=MAX_VERSION)] | None = None
+    lastmod: str | UnsetType | None = UNSET
+    changefreq: ChangeFreq | None = None
+    priority: Annotated[float, Meta(ge=0.0, le=1.0)] | None = None
+    section: Annotated[str, Meta(min_length=1, max_length=MAX_SECTION_CHARS)] | None = None
+    images: Annotated[list[_Image], Meta(max_length=MAX_IMAGES)] | UnsetType = UNSET
 
 
-_IMAGE = cs.typed_dict_schema(
-    {
-        "loc": _field(_strict_text(min_length=1), required=True),
-        "title": _field(_strict_text()),
-        "caption": _field(_strict_text()),
-    },
-    extra_behavior="forbid",
-)
-# The common shape, checked in one pass by pydantic-core: exact JSON types (nothing the models would coerce),
-# no field the models do not know, the models' bounds; optional fields may be null where the models allow it.
-_SHAPE = SchemaValidator(
-    cs.typed_dict_schema(
-        {
-            "type": _field(_strict_text(), required=True),
-            "url": _field(_strict_text(min_length=1), required=True),
-            "occurred_at": _field(_strict_text(), required=True),
-            "version": _field(cs.int_schema(strict=True, ge=0, le=MAX_VERSION)),
-            "lastmod": _field(_strict_text()),
-            "changefreq": _field(cs.literal_schema(list(get_args(ChangeFreq)))),
-            "priority": _field(cs.float_schema(strict=True, ge=0.0, le=1.0, allow_inf_nan=False)),
-            "section": _field(_strict_text(min_length=1, max_length=100)),
-            "images": cs.typed_dict_field(cs.list_schema(_IMAGE, max_length=MAX_IMAGES), required=False),
-        },
-        extra_behavior="forbid",
-    )
-)
+_DECODE = Decoder(_Line).decode
 
 
 class LineParser:
-    """Turns export lines into ``(page key, spill record)``; None means "use the model path"."""
+    """Turns export lines into spilled states (``core.spill``); a line it cannot decide is the model path's."""
 
     def __init__(self, site: Site) -> None:
         self._site = site
@@ -92,16 +84,38 @@ class LineParser:
         self._moments: dict[str, tuple[int, str] | None] = {}  # occurred_at -> (micros, W3C text)
         self._lastmods: dict[str, tuple[int, str] | None] = {}  # lastmod -> (micros, W3C text)
 
-    def record(self, raw: bytes) -> tuple[int, bytes] | None:
-        """The key and spill record of one line, exactly as the model path would make them, or None."""
+    def parse(self, data: bytes, spill: SpillGroups) -> tuple[int, list[tuple[int, bytes]]]:
+        """Spill every line of ``data`` the fast path decides into ``spill``. Returns the number of lines and
+        the others (numbered from 1, blank ones included) for the model path."""
+        record = self.record
+        groups = spill.groups
+        rest: list[tuple[int, bytes]] = []
+        number = 0
+        for number, raw in enumerate(data.splitlines(), start=1):
+            found = record(raw)
+            if found is None:
+                rest.append((number, raw))
+                continue
+            section, key, head, blob = found
+            group = groups.get(section)
+            if group is None:
+                spill.add(section, key, head, blob)
+                continue
+            bucket = key >> SHIFT
+            group[0][bucket].append(head)
+            group[1][bucket].append(blob)
+        return number, rest
+
+    def record(self, raw: bytes) -> Spilled | None:
+        """The spilled state of one line, exactly as the model path would make it, or None."""
         if len(raw) > MAX_BODY_BYTES:
             return None
         try:
-            data = _SHAPE.validate_json(raw)  # the JSON reader the model path uses
-        except ValueError:
+            line = _DECODE(raw)
+        except ValueError:  # not JSON, or not of the common shape: msgspec's errors are ValueErrors
             return None
-        kind = TYPE_ALIASES.get(data["type"])
-        url = data["url"]
+        kind = TYPE_ALIASES.get(line.type)
+        url = line.url
         if self._site.is_canonical(url):
             # Site.section_of a URL with no escape: the first of several path segments (none before a query) when
             # the Sections setting names it
@@ -110,45 +124,51 @@ class LineParser:
             if "?" in segment or (self._sections is not None and segment not in self._sections):
                 segment = ROOT_SECTION
         else:
-            url = self._canonical(url)
-            segment = None
-        occurred = self._moments.get(data["occurred_at"]) or self._occurred(data["occurred_at"])
-        if kind is None or url is None or occurred is None:
+            canonical = self._canonical(url)
+            if canonical is None:
+                return None
+            url, segment = canonical, None
+        occurred = self._moments.get(line.occurred_at) or self._occurred(line.occurred_at)
+        if kind is None or occurred is None:
             return None
-        version = data.get("version")
+        version = line.version
         if version is None:
             version = -1
-        lastmod = data.get("lastmod")
-        if lastmod is None and "lastmod" in data:
-            return None  # an explicit null: no lastmod shown, rendered by the model path
-        if lastmod is not None:
-            lastmod = self._lastmod(lastmod)
-            if lastmod is None:
-                return None
-        changefreq = data.get("changefreq")
-        priority = data.get("priority")
-        section = data.get("section")
+        section = line.section
         if section is None:
             section = self._site.section_of(url) if segment is None else segment
         elif forbidden_character(section) is not None:
             return None
-        parts = _image_parts(data["images"]) if "images" in data else []
-        if parts is None:
-            return None
         url_bytes = url.encode()
-        key = url_bytes_key(url_bytes)
-        order = (version, occurred[0])
-        section_bytes = section.encode()
+        digest = _KEY_HASH.copy()
+        digest.update(url_bytes)
+        key = int.from_bytes(digest.digest(), "big")
+        lastmod = line.lastmod
+        if lastmod is UNSET:
+            moment_us, lastmod_text = occurred
+        elif lastmod is None:
+            return None  # an explicit null: no lastmod shown, rendered by the model path
+        else:
+            found = self._lastmods[lastmod] if lastmod in self._lastmods else self._lastmod(lastmod)
+            if found is None:
+                return None
+            moment_us, lastmod_text = found
+        images = _image_parts(line.images) if line.images else ""  # checked for deletes too, as the models do
+        if images is None:
+            return None
         if kind == "delete":
-            return key, encode_record(1, order, key, occurred[0], url_bytes, section_bytes)
-        moment_us, lastmod_text = occurred if lastmod is None else lastmod
-        head = url_open(url, lastmod_text, changefreq, priority)
-        body = (head + "".join(parts) if parts else head).encode()
-        if len(body) + len(URL_CLOSE) > MAX_ENTRY_BYTES:
+            head = HEAD.pack(key, 1, version, occurred[0], occurred[0], 0, 0, len(url_bytes), 0, 0)
+            return section, key, head, url_bytes
+        text = url_open(url, lastmod_text, line.changefreq, line.priority)
+        flags = 0
+        if images:
+            text += images
+            flags = FLAG_IMAGE
+        body = text.encode()
+        if len(body) > _ENTRY_BUDGET:
             return None  # the model path rejects it, naming the part that weighs most
-        return key, encode_record(
-            0, order, key, moment_us, url_bytes, section_bytes, body, b"", 0, FLAG_IMAGE if parts else 0
-        )
+        head = HEAD.pack(key, 0, version, occurred[0], moment_us, 0, flags, len(url_bytes), len(body), 0)
+        return section, key, head, url_bytes + body
 
     def _canonical(self, url: str) -> str | None:
         warnings: list[str] = []
@@ -171,8 +191,6 @@ class LineParser:
         return _remember(self._moments, text, found)
 
     def _lastmod(self, text: str) -> tuple[int, str] | None:
-        if text in self._lastmods:
-            return self._lastmods[text]
         found: tuple[int, str] | None
         try:
             value: date | datetime = parse_w3c(text)
@@ -183,22 +201,22 @@ class LineParser:
         return _remember(self._lastmods, text, found)
 
 
-def _image_parts(images: list[dict[str, str | None]]) -> list[str] | None:
+def _image_parts(images: list[_Image]) -> str | None:
     """Rendered ``image:image`` elements, duplicates (by canonical URL) dropped; None when not plain."""
     parts: list[str] = []
     seen: set[str] = set()
     for image in images:
-        loc, title, caption = image["loc"], image.get("title"), image.get("caption")
+        loc, title, caption = image.loc, image.title, image.caption
         if (title is not None and forbidden_character(title)) or (caption is not None and forbidden_character(caption)):
             return None
         try:
-            loc = canonical_media_url(loc)  # type: ignore[arg-type]
+            loc = canonical_media_url(loc)
         except UrlError:
             return None
         if loc not in seen:
             seen.add(loc)
             parts.append(image_element(loc, title, caption))
-    return parts
+    return "".join(parts)
 
 
 def _remember(

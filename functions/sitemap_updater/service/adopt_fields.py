@@ -11,7 +11,7 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_updater.core.events import MAX_ALTERNATES, MAX_IMAGES, MAX_VIDEOS
+from sitemap_updater.core.event_rules import MAX_ALTERNATES, MAX_IMAGES, MAX_VIDEOS
 
 IMAGE = "http://www.google.com/schemas/sitemap-image/1.1"
 VIDEO = "http://www.google.com/schemas/sitemap-video/1.1"

@@ -19,32 +19,13 @@ from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import accumulate
-from operator import itemgetter, or_
+from operator import or_
 from pathlib import Path
 
-from sitemap_updater.core.entry import URL_CLOSE
 from sitemap_updater.core.errors import EventRejected
-from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.layout import range_lastmod
-from sitemap_updater.core.records import (
-    BODY,
-    END,
-    FLAGS,
-    KEY,
-    KIND,
-    MOMENT,
-    NEWS,
-    SECTION,
-    START,
-    URL,
-    RecordView,
-    decode_states,
-    encode_state,
-    outranks,
-    scan_records,
-)
-from sitemap_updater.core.reduce import state_from_event
+from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.render import (
     FILE_OVERHEAD,
     IndexItem,
@@ -54,11 +35,9 @@ from sitemap_updater.core.render import (
     render_urlset,
 )
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, plan_ranges, text_twin
+from sitemap_updater.core.spill import BUCKETS, HEAD, SHIFT, SpillGroups, reduce_bucket, spill_state
 from sitemap_updater.core.urls import Site
 
-BUCKET_BITS = 6
-BUCKETS = 1 << BUCKET_BITS
-_SHIFT = 64 - BUCKET_BITS
 _CHUNK_BYTES = 4 << 20
 _SITEMAP_FILE = "sitemap-*.xml.gz"
 _INDEX_FILE = "sitemap-index-*.xml"  # index files past the first (sitemap.xml), see core/render.py split_index
@@ -102,7 +81,8 @@ class BuildResult:
 @dataclass(frozen=True, slots=True)
 class _ChunkResult:
     path: str
-    bucket_spans: list[tuple[int, int]]
+    # per bucket: (section, number of states, offset of their heads, bytes of heads and data)
+    bucket_runs: list[list[tuple[str, int, int, int]]]
     lines: int
     accepted: int
     rejections: list[Rejection]
@@ -146,100 +126,90 @@ class _BucketSection:
 
 def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, chunk_id: int) -> _ChunkResult:
     """Validate and render the lines in ``[start, end)`` of ``source``; spill states grouped by bucket."""
-    buckets: list[list[bytes]] = [[] for _ in range(BUCKETS)]
     rejections: list[Rejection] = []
     warnings: list[tuple[int, str]] = []
     news_sections: set[str] = set()  # the fast path takes no news: only the model path adds to it
-    lines = accepted = 0
     with Path(source).open("rb") as handle:
         handle.seek(start)
         data = handle.read(end - start)
-    fast = LineParser(site).record
-    for number, raw in enumerate(data.splitlines(), start=1):
-        lines = number
-        found = fast(raw)
-        if found is not None:
+    spill = SpillGroups()
+    lines, rest = LineParser(site).parse(data, spill)
+    del data
+    accepted = lines - len(rest)
+    if rest:
+        # The model path, imported only when a line needs it (pydantic is most of a small build's start).
+        from sitemap_updater.core.events import parse_event
+        from sitemap_updater.core.reduce import state_from_event
+
+        for number, raw in rest:
+            if not raw.strip():
+                continue
+            try:
+                parsed = parse_event(raw, site)
+            except EventRejected as exc:
+                rejections.append(Rejection(number, str(exc)))
+                continue
             accepted += 1
-            buckets[found[0] >> _SHIFT].append(found[1])
-            continue
-        if not raw.strip():
-            continue
-        try:
-            parsed = parse_event(raw, site)
-        except EventRejected as exc:
-            rejections.append(Rejection(number, str(exc)))
-            continue
-        accepted += 1
-        for text in parsed.warnings:
-            warnings.append((number, f"url: {text}"))
-        if parsed.unknown_fields:
-            warnings.append((number, f"ignored unknown fields: {', '.join(parsed.unknown_fields)}"))
-        state = state_from_event(parsed.event)
-        if state.entry is not None and state.entry.news:
-            news_sections.add(state.entry.section)
-        buckets[state.key >> _SHIFT].append(encode_state(state))
+            for text in parsed.warnings:
+                warnings.append((number, f"url: {text}"))
+            if parsed.unknown_fields:
+                warnings.append((number, f"ignored unknown fields: {', '.join(parsed.unknown_fields)}"))
+            state = state_from_event(parsed.event)
+            if state.entry is not None and state.entry.news:
+                news_sections.add(state.entry.section)
+            spill.add(*spill_state(state))
     path = Path(spill_dir) / f"chunk-{chunk_id:05d}.bin"
-    spans = []
+    runs: list[list[tuple[str, int, int, int]]] = [[] for _ in range(BUCKETS)]
     offset = 0
     with path.open("wb") as out:
-        for records in buckets:
-            blob = b"".join(records)
+        for bucket, section, count, heads, blob in spill.runs():
+            out.write(heads)
             out.write(blob)
-            spans.append((offset, len(blob)))
-            offset += len(blob)
-    return _ChunkResult(str(path), spans, lines, accepted, rejections, warnings, news_sections)
+            runs[bucket].append((section, count, offset, len(heads) + len(blob)))
+            offset += len(heads) + len(blob)
+    return _ChunkResult(str(path), runs, lines, accepted, rejections, warnings, news_sections)
 
 
 def _reduce_bucket(
-    bucket: int, sources: list[tuple[str, int, int]], news_sections: set[bytes], spill_dir: str, all_records: bool
+    bucket: int,
+    sources: list[tuple[str, list[tuple[str, int, int, int]]]],
+    keep: set[str],
+    spill_dir: str,
+    keep_all: bool,
 ) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
-    """Keep the newest state per URL of one bucket; write live records sorted by (section, key, url), and
-    each live entry's ``<url>`` element in the same order.
-
-    Works on records in place (no entries are built): the winner is the greatest ``(version, occurred_at,
-    kind)``, a delete beating an upsert of the same order, then the greater SHA-256 of the rendered entry —
-    the order ``PageState.rank`` defines.
-    """
-    data = b"".join(_read_spans(sources))
-    best: dict[bytes, RecordView] = {}
-    for record in scan_records(data):
-        current = best.get(record[URL])
-        if current is None or outranks(record, current, data):
-            best[record[URL]] = record
-    live: dict[bytes, list[RecordView]] = defaultdict(list)
-    deleted: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for record in best.values():
-        if record[KIND] == 0:
-            live[record[SECTION]].append(record)
-        else:
-            deleted[record[SECTION].decode("utf-8", "surrogatepass")].append((record[KEY], record[MOMENT]))
+    """Keep the newest state per URL of one bucket (``core.spill``); write live records sorted by (section,
+    key, url) where kept, and each live entry's ``<url>`` element in the same order."""
+    heads: dict[str, list[bytes]] = defaultdict(list)
+    blobs: dict[str, list[bytes]] = defaultdict(list)
+    for path, runs in sources:
+        if not runs:
+            continue
+        first = runs[0][2]
+        with Path(path).open("rb") as handle:
+            handle.seek(first)
+            data = handle.read(runs[-1][2] + runs[-1][3] - first)
+        for section, count, offset, size in runs:
+            at = offset - first
+            split = at + count * HEAD.size
+            heads[section].append(data[at:split])
+            blobs[section].append(data[split : at + size])
+    groups = {section: (b"".join(heads[section]), b"".join(blobs[section])) for section in heads}
+    live, deleted = reduce_bucket(groups, keep, keep_all)
     sections: dict[str, _BucketSection] = {}
     offset = xml_offset = 0
     with (
         _bucket_path(spill_dir, bucket, "bin").open("wb") as out,
         _bucket_path(spill_dir, bucket, "xml").open("wb") as xml,
     ):
-        for section in sorted(live):
-            records = sorted(live[section])  # by key, then URL
-            # Records are kept only where news may show (or text sitemaps are written from them): other files are
-            # made of the <url> elements alone.
-            kept = all_records or section in news_sections
-            blob = b"".join([data[r[START] : r[END]] for r in records]) if kept else b""
-            elements = URL_CLOSE.join([data[r[BODY] : r[END]] for r in records]) + URL_CLOSE
-            out.write(blob)
-            xml.write(elements)
-            sections[section.decode("utf-8", "surrogatepass")] = _BucketSection(
-                array("Q", map(itemgetter(KEY), records)),
-                array("L", [r[END] - r[BODY] + len(URL_CLOSE) for r in records]),
-                array("q", map(itemgetter(MOMENT), records)),
-                array("B", map(itemgetter(FLAGS), records)),
-                any(r[NEWS] != r[END] for r in records),
-                (offset, len(blob)),
-                xml_offset,
+        for section, run in live.items():
+            out.write(run.records)
+            xml.write(run.elements)
+            sections[section] = _BucketSection(
+                run.keys, run.sizes, run.lastmods, run.flags, run.has_news, (offset, len(run.records)), xml_offset
             )
-            offset += len(blob)
-            xml_offset += len(elements)
-    return sections, {s: sorted(pairs) for s, pairs in deleted.items()}
+            offset += len(run.records)
+            xml_offset += len(run.elements)
+    return sections, deleted
 
 
 def _bucket_path(spill_dir: str, bucket: int, kind: str) -> Path:
@@ -423,12 +393,12 @@ def _reduce_all(
     executor: Executor, chunks: list[_ChunkResult], spill: str, all_records: bool = False
 ) -> dict[str, _SectionRuns]:
     """Phase 2: the newest state per URL, bucket by bucket; collect each section's sorted keys and sizes."""
-    news_sections = {name.encode("utf-8", "surrogatepass") for chunk in chunks for name in chunk.news_sections}
+    news_sections = {name for chunk in chunks for name in chunk.news_sections}
     futures = [
         executor.submit(
             _reduce_bucket,
             bucket,
-            [(c.path, *c.bucket_spans[bucket]) for c in chunks],
+            [(c.path, c.bucket_runs[bucket]) for c in chunks],
             news_sections,
             spill,
             all_records,
@@ -474,7 +444,7 @@ def _render_all(
         for key_range in plan_ranges(runs.keys, runs.sizes, limits, FILE_OVERHEAD):
             name = key_range.file_name(section)
             items.append(IndexItem(name, range_lastmod(runs.keys, runs.lastmods, runs.deleted, key_range)))
-            first, last = key_range.start >> _SHIFT, (key_range.end - 1) >> _SHIFT
+            first, last = key_range.start >> SHIFT, (key_range.end - 1) >> SHIFT
             sources = [
                 (str(_bucket_path(spill, p.bucket, "bin")), *p.records) for p in runs.parts if first <= p.bucket <= last
             ]

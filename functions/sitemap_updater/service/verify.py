@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
-from sitemap_updater.core.events import parse_w3c
+from sitemap_updater.core.event_rules import parse_w3c
 from sitemap_updater.core.sharding import INDEX_NAME, MAX_BYTES_PER_FILE, MAX_FILES_PER_INDEX, MAX_URLS_PER_FILE
 from sitemap_updater.core.urls import Site, UrlError, canonical_page_url
 from sitemap_updater.ports import Fetch, Fetched

@@ -1,0 +1,222 @@
+"""The full build's spill: page states grouped by section and key bucket, and their reduce to the newest per URL.
+
+Each state is a fixed-size head (``HEAD``) and its bytes (URL, rendered body, news part); heads and bytes are
+kept apart so a reduce unpacks every head of a group in one ``struct.iter_unpack`` call. A bucket whose keys
+are all distinct (no URL twice, the common case of an export) is reduced with C-level operations on columns;
+any other bucket, or one whose records must be kept (news, text sitemaps), goes through ``records``'s in-place
+reduce, which ranks rival states as ``PageState.rank`` does.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add, itemgetter
+from typing import Any
+
+from sitemap_updater.core.entry import URL_CLOSE
+from sitemap_updater.core.records import (
+    BODY,
+    END,
+    FLAGS,
+    KEY,
+    KIND,
+    MOMENT,
+    NEWS,
+    SECTION,
+    START,
+    URL,
+    RecordView,
+    encode_record,
+    outranks,
+    scan_records,
+)
+from sitemap_updater.core.reduce import PageState
+
+BUCKET_BITS = 6
+BUCKETS = 1 << BUCKET_BITS
+SHIFT = 64 - BUCKET_BITS  # a key's bucket is its top BUCKET_BITS bits
+# key, kind (0 live, 1 tombstone), version, occurred_us, moment_us (lastmod or deletion), news_us, flags,
+# len(url), len(body), len(news)
+HEAD = struct.Struct("<QBqqqqBIII")
+_CLOSE = len(URL_CLOSE)
+
+# One state as spilled: its section, key, head and bytes (URL, body, news part).
+Spilled = tuple[str, int, bytes, bytes]
+
+
+def spill_state(state: PageState) -> Spilled:
+    """The spilled form of a page state (what the model path makes of an event)."""
+    url = state.url.encode()
+    version, occurred = state.order
+    if state.entry is not None:
+        e = state.entry
+        head = HEAD.pack(
+            e.key, 0, version, occurred, e.lastmod_us, e.news_us, e.flags, len(url), len(e.body), len(e.news)
+        )
+        return e.section, e.key, head, b"".join((url, e.body, e.news))
+    assert state.tombstone is not None
+    t = state.tombstone
+    return t.section, t.key, HEAD.pack(t.key, 1, version, occurred, t.deleted_us, 0, 0, len(url), 0, 0), url
+
+
+@dataclass(slots=True)
+class SpillGroups:
+    """The states of one chunk of lines, by section and bucket, in the order they were added."""
+
+    groups: dict[str, tuple[list[list[bytes]], list[list[bytes]]]] = field(default_factory=dict)
+
+    def add(self, section: str, key: int, head: bytes, data: bytes) -> None:
+        group = self.groups.get(section)
+        if group is None:
+            group = self.groups[section] = ([[] for _ in range(BUCKETS)], [[] for _ in range(BUCKETS)])
+        bucket = key >> SHIFT
+        group[0][bucket].append(head)
+        group[1][bucket].append(data)
+
+    def runs(self) -> Iterator[tuple[int, str, int, bytes, bytes]]:
+        """``(bucket, section, count, heads, data)`` of every non-empty group, by bucket then section."""
+        ordered = sorted(self.groups.items())
+        for bucket in range(BUCKETS):
+            for section, (heads, data) in ordered:
+                if heads[bucket]:
+                    yield bucket, section, len(heads[bucket]), b"".join(heads[bucket]), b"".join(data[bucket])
+
+
+@dataclass(frozen=True, slots=True)
+class SectionRun:
+    """The live entries of one section in one bucket after the reduce, sorted by key (then URL)."""
+
+    keys: array[int]
+    sizes: array[int]  # XML bytes of each entry's <url> element, closed, with its news part
+    lastmods: array[int]
+    flags: array[int]
+    elements: bytes  # every entry's closed <url> element (with its news part), in order
+    records: bytes  # the entries as ``records`` records, when kept (news may show, or text sitemaps); else b""
+    has_news: bool
+
+
+Reduced = tuple[dict[str, SectionRun], dict[str, list[tuple[int, int]]]]
+
+
+def reduce_bucket(groups: dict[str, tuple[bytes, bytes]], keep: set[str], keep_all: bool) -> Reduced:
+    """Keep the newest state per URL of one bucket (``groups``: section -> heads and data). Returns each section's
+    live run and its tombstones as sorted ``(key, deleted_us)``. Records are kept for sections in ``keep``, or
+    every section with ``keep_all``.
+
+    The winner per URL is the greatest ``(version, occurred_at, kind)``, a delete beating an upsert of the same
+    order, then the greater SHA-256 of the rendered entry, then the greater section: ``PageState.rank``'s order.
+    """
+    columns = {section: _columns(heads) for section, (heads, _) in groups.items()}
+    total = sum(len(c[0]) for c in columns.values() if c)
+    distinct = len(set().union(*(c[0] for c in columns.values() if c)))
+    plain = not keep_all and keep.isdisjoint(groups) and not any(c and any(c[9]) for c in columns.values())
+    if not (plain and distinct == total):
+        return _reduce_records(groups, keep, keep_all)
+    runs: dict[str, SectionRun] = {}
+    deleted: dict[str, list[tuple[int, int]]] = {}
+    for section, cols in columns.items():
+        if not cols:
+            continue
+        run, tombstones = _reduce_distinct(cols, groups[section][1])
+        if run is not None:
+            runs[section] = run
+        if tombstones:
+            deleted[section] = tombstones
+    return runs, deleted
+
+
+def _columns(heads: bytes) -> list[tuple[Any, ...]]:
+    """The heads of a group as ten columns (key, kind, version, occurred, moment, news_us, flags, lengths)."""
+    return list(zip(*HEAD.iter_unpack(heads), strict=True))
+
+
+def _take(values: tuple[Any, ...] | list[Any], order: list[int]) -> tuple[Any, ...]:
+    return itemgetter(*order)(values) if len(order) > 1 else (values[order[0]],)
+
+
+def _reduce_distinct(cols: list[tuple[Any, ...]], data: bytes) -> tuple[SectionRun | None, list[tuple[int, int]]]:
+    """One section of a bucket where every key (so every URL) is distinct and no state has a news part."""
+    keys, kinds, _versions, _occurred, moments, _news_us, flags, url_lengths, body_lengths, _news = cols
+    ends = list(accumulate(map(add, url_lengths, body_lengths)))
+    body_starts = list(map(add, [0, *ends[:-1]], url_lengths))
+    bodies = list(map(data.__getitem__, map(slice, body_starts, ends)))
+    tombstones: list[tuple[int, int]] = []
+    if 1 in kinds:
+        live = [i for i, kind in enumerate(kinds) if not kind]
+        tombstones = sorted((keys[i], moments[i]) for i, kind in enumerate(kinds) if kind)
+    else:
+        live = list(range(len(keys)))
+    if not live:
+        return None, tombstones
+    order = sorted(live, key=keys.__getitem__)
+    run = SectionRun(
+        array("Q", _take(keys, order)),
+        array("L", map(add, _take(body_lengths, order), repeat(_CLOSE))),
+        array("q", _take(moments, order)),
+        array("B", _take(flags, order)),
+        URL_CLOSE.join(_take(bodies, order)) + URL_CLOSE,
+        b"",
+        False,
+    )
+    return run, tombstones
+
+
+def _reduce_records(groups: dict[str, tuple[bytes, bytes]], keep: set[str], keep_all: bool) -> Reduced:
+    """The general reduce: the bucket's states as ``records`` records, ranked in place."""
+    data = b"".join(_as_records(section, heads, blob) for section, (heads, blob) in groups.items())
+    best: dict[bytes, RecordView] = {}
+    for record in scan_records(data):
+        current = best.get(record[URL])
+        if current is None or outranks(record, current, data):
+            best[record[URL]] = record
+    live: dict[bytes, list[RecordView]] = defaultdict(list)
+    deleted: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for record in best.values():
+        if record[KIND] == 0:
+            live[record[SECTION]].append(record)
+        else:
+            deleted[record[SECTION].decode("utf-8", "surrogatepass")].append((record[KEY], record[MOMENT]))
+    runs: dict[str, SectionRun] = {}
+    for raw_section in sorted(live):
+        records = sorted(live[raw_section])  # by key, then URL
+        section = raw_section.decode("utf-8", "surrogatepass")
+        # Records are kept only where news may show (or text sitemaps are written from them): other files are
+        # made of the <url> elements alone.
+        kept = keep_all or section in keep
+        runs[section] = SectionRun(
+            array("Q", map(itemgetter(KEY), records)),
+            array("L", [r[END] - r[BODY] + _CLOSE for r in records]),
+            array("q", map(itemgetter(MOMENT), records)),
+            array("B", map(itemgetter(FLAGS), records)),
+            URL_CLOSE.join([data[r[BODY] : r[END]] for r in records]) + URL_CLOSE,
+            b"".join([data[r[START] : r[END]] for r in records]) if kept else b"",
+            any(r[NEWS] != r[END] for r in records),
+        )
+    return runs, {section: sorted(pairs) for section, pairs in deleted.items()}
+
+
+def _as_records(section: str, heads: bytes, blob: bytes) -> bytes:
+    """A group's spilled states as ``records`` records."""
+    name = section.encode("utf-8", "surrogatepass")
+    out = []
+    pos = 0
+    for key, kind, version, occurred, moment, news_us, flags, n_url, n_body, n_news in HEAD.iter_unpack(heads):
+        body = pos + n_url
+        news = body + n_body
+        end = news + n_news
+        url = blob[pos:body]
+        if kind:
+            out.append(encode_record(1, (version, occurred), key, moment, url, name))
+        else:
+            out.append(
+                encode_record(
+                    0, (version, occurred), key, moment, url, name, blob[body:news], blob[news:end], news_us, flags
+                )
+            )
+        pos = end
+    return b"".join(out)
