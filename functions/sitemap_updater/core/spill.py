@@ -10,9 +10,10 @@ reduce, which ranks rival states as ``PageState.rank`` does.
 from __future__ import annotations
 
 import struct
+import sys
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from operator import add, itemgetter
@@ -42,7 +43,7 @@ BUCKETS = 1 << BUCKET_BITS
 SHIFT = 64 - BUCKET_BITS  # a key's bucket is its top BUCKET_BITS bits
 # key, kind (0 live, 1 tombstone), version, occurred_us, moment_us (lastmod or deletion), news_us, flags,
 # len(url), len(body), len(news)
-HEAD = struct.Struct("<QBqqqqBIII")
+HEAD = struct.Struct(">QBqqqqBIII")  # big-endian: the key as the 8 bytes of its hash
 _CLOSE = len(URL_CLOSE)
 
 # One state as spilled: its section, key, head and bytes (URL, body, news part).
@@ -70,13 +71,17 @@ class SpillGroups:
 
     groups: dict[str, tuple[list[list[bytes]], list[list[bytes]]]] = field(default_factory=dict)
 
+    def group(self, section: str) -> tuple[list[list[bytes]], list[list[bytes]]]:
+        """The heads and the data of a section's states, each as one list per bucket."""
+        found = self.groups.get(section)
+        if found is None:
+            found = self.groups[section] = ([[] for _ in range(BUCKETS)], [[] for _ in range(BUCKETS)])
+        return found
+
     def add(self, section: str, key: int, head: bytes, data: bytes) -> None:
-        group = self.groups.get(section)
-        if group is None:
-            group = self.groups[section] = ([[] for _ in range(BUCKETS)], [[] for _ in range(BUCKETS)])
-        bucket = key >> SHIFT
-        group[0][bucket].append(head)
-        group[1][bucket].append(data)
+        heads, blobs = self.group(section)
+        heads[key >> SHIFT].append(head)
+        blobs[key >> SHIFT].append(data)
 
     def runs(self) -> Iterator[tuple[int, str, int, bytes, bytes]]:
         """``(bucket, section, count, heads, data)`` of every non-empty group, by bucket then section."""
@@ -111,17 +116,15 @@ def reduce_bucket(groups: dict[str, tuple[bytes, bytes]], keep: set[str], keep_a
     The winner per URL is the greatest ``(version, occurred_at, kind)``, a delete beating an upsert of the same
     order, then the greater SHA-256 of the rendered entry, then the greater section: ``PageState.rank``'s order.
     """
-    columns = {section: _columns(heads) for section, (heads, _) in groups.items()}
-    total = sum(len(c[0]) for c in columns.values() if c)
-    distinct = len(set().union(*(c[0] for c in columns.values() if c)))
-    plain = not keep_all and keep.isdisjoint(groups) and not any(c and any(c[9]) for c in columns.values())
+    columns = {section: _Columns.of(heads) for section, (heads, _) in groups.items() if heads}
+    total = sum(len(c.keys) for c in columns.values())
+    distinct = len(set().union(*(c.keys for c in columns.values())))
+    plain = not keep_all and keep.isdisjoint(groups) and not any(any(c.news_lengths) for c in columns.values())
     if not (plain and distinct == total):
         return _reduce_records(groups, keep, keep_all)
     runs: dict[str, SectionRun] = {}
     deleted: dict[str, list[tuple[int, int]]] = {}
     for section, cols in columns.items():
-        if not cols:
-            continue
         run, tombstones = _reduce_distinct(cols, groups[section][1])
         if run is not None:
             runs[section] = run
@@ -130,36 +133,78 @@ def reduce_bucket(groups: dict[str, tuple[bytes, bytes]], keep: set[str], keep_a
     return runs, deleted
 
 
-def _columns(heads: bytes) -> list[tuple[Any, ...]]:
-    """The heads of a group as ten columns (key, kind, version, occurred, moment, news_us, flags, lengths)."""
-    return list(zip(*HEAD.iter_unpack(heads), strict=True))
+def _field_offsets() -> list[int]:
+    codes = HEAD.format[1:]
+    return [struct.calcsize(f">{codes[:i]}") for i in range(len(codes))]
 
 
-def _take(values: tuple[Any, ...] | list[Any], order: list[int]) -> tuple[Any, ...]:
+_OFFSETS = _field_offsets()
+
+
+def _column(heads: bytes, field: int, code: str) -> array[int]:
+    """One field of every head, gathered by strided slices (no tuple per head): ``HEAD``'s ``field``-th."""
+    offset, size = _OFFSETS[field], HEAD.size
+    width = array(code).itemsize
+    gathered = bytearray(len(heads) // size * width)
+    for byte in range(width):
+        gathered[byte::width] = heads[offset + byte :: size]
+    column = array(code, gathered)
+    if sys.byteorder == "little":
+        column.byteswap()  # HEAD is big-endian
+    return column
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """What the reduce of distinct keys reads of a group's heads."""
+
+    keys: array[int]
+    kinds: bytes
+    moments: array[int]
+    flags: bytes
+    url_lengths: array[int]
+    body_lengths: array[int]
+    news_lengths: array[int]
+
+    @classmethod
+    def of(cls, heads: bytes) -> _Columns:
+        size = HEAD.size
+        return cls(
+            _column(heads, 0, "Q"),
+            heads[_OFFSETS[1] :: size],
+            _column(heads, 4, "q"),
+            heads[_OFFSETS[6] :: size],
+            _column(heads, 7, "I"),
+            _column(heads, 8, "I"),
+            _column(heads, 9, "I"),
+        )
+
+
+def _take(values: Sequence[Any], order: list[int]) -> tuple[Any, ...]:
     return itemgetter(*order)(values) if len(order) > 1 else (values[order[0]],)
 
 
-def _reduce_distinct(cols: list[tuple[Any, ...]], data: bytes) -> tuple[SectionRun | None, list[tuple[int, int]]]:
+def _reduce_distinct(cols: _Columns, data: bytes) -> tuple[SectionRun | None, list[tuple[int, int]]]:
     """One section of a bucket where every key (so every URL) is distinct and no state has a news part."""
-    keys, kinds, _versions, _occurred, moments, _news_us, flags, url_lengths, body_lengths, _news = cols
-    ends = list(accumulate(map(add, url_lengths, body_lengths)))
-    body_starts = list(map(add, [0, *ends[:-1]], url_lengths))
-    bodies = list(map(data.__getitem__, map(slice, body_starts, ends)))
+    keys, moments = cols.keys, cols.moments
+    ends = list(accumulate(map(add, cols.url_lengths, cols.body_lengths)))
+    body_starts = list(map(add, [0, *ends[:-1]], cols.url_lengths))
     tombstones: list[tuple[int, int]] = []
-    if 1 in kinds:
-        live = [i for i, kind in enumerate(kinds) if not kind]
-        tombstones = sorted((keys[i], moments[i]) for i, kind in enumerate(kinds) if kind)
+    if 1 in cols.kinds:
+        live = [i for i, kind in enumerate(cols.kinds) if not kind]
+        tombstones = sorted((keys[i], moments[i]) for i, kind in enumerate(cols.kinds) if kind)
     else:
         live = list(range(len(keys)))
     if not live:
         return None, tombstones
     order = sorted(live, key=keys.__getitem__)
+    bodies = map(data.__getitem__, map(slice, _take(body_starts, order), _take(ends, order)))
     run = SectionRun(
         array("Q", _take(keys, order)),
-        array("L", map(add, _take(body_lengths, order), repeat(_CLOSE))),
+        array("L", map(add, _take(cols.body_lengths, order), repeat(_CLOSE))),
         array("q", _take(moments, order)),
-        array("B", _take(flags, order)),
-        URL_CLOSE.join(_take(bodies, order)) + URL_CLOSE,
+        array("B", _take(cols.flags, order)),
+        URL_CLOSE.join(bodies) + URL_CLOSE,
         b"",
         False,
     )
