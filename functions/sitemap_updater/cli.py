@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from sitemap_updater.core.errors import LimitExceeded
-from sitemap_updater.core.events import event_json_schema
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, INDEX_NAME, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError, parse_sections
-from sitemap_updater.service.adopt import MAX_FILE_BYTES, MAX_TOTAL_BYTES
+from sitemap_updater.service.adopt_limits import MAX_FILE_BYTES, MAX_TOTAL_BYTES
 from sitemap_updater.service.build import MAX_REJECTED_SHARE, BuildRefused, BuildResult, build
 
 EXIT_OK = 0
@@ -423,6 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_import(args)
     if args.command == "schema":
+        from sitemap_updater.core.events import event_json_schema
+
         print(json.dumps(event_json_schema(), indent=2, ensure_ascii=False))
         return EXIT_OK
     if args.command == "verify":

@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from sitemap_updater.adapters.fetch import WebFetcher
 from sitemap_updater.core.urls import Site, UrlError
-from sitemap_updater.service.verify import FileCheck, Schemas, Verification, verify
+
+if TYPE_CHECKING:  # the checks and the HTTP client are imported when the command runs, not for every command
+    from sitemap_updater.service.verify import FileCheck, Verification
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -55,6 +57,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from sitemap_updater.adapters.fetch import WebFetcher
+    from sitemap_updater.service.verify import Schemas, verify
+
     parts = urlsplit(args.url)
     try:
         origin = Site.parse(f"{parts.scheme}://{parts.netloc}")
@@ -89,6 +94,7 @@ def _stack_check(endpoint_url: str | None) -> FileCheck | None:
     import boto3
 
     from sitemap_updater.service.reconcile import reconcile
+    from sitemap_updater.service.verify import FileCheck
     from sitemap_updater.settings import Settings, SettingsError
     from sitemap_updater.wiring.pipeline import connect_pipeline
 

@@ -26,7 +26,8 @@ from lxml import etree
 
 from sitemap_updater.cli import main
 from sitemap_updater.core.urls import Site
-from sitemap_updater.service.adopt import MAX_FILE_BYTES, MAX_TOTAL_BYTES, UNKNOWN_TIME, Adoption
+from sitemap_updater.service.adopt import UNKNOWN_TIME, Adoption
+from sitemap_updater.service.adopt_limits import MAX_FILE_BYTES, MAX_TOTAL_BYTES
 from tests.conftest import BASE, event
 from tests.integration.conftest import FIXED_NOW, LocalRunFactory
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # only the model path has pydantic's errors to word; a build of plain lines never imports it
+    from pydantic import ValidationError
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,10 +32,9 @@ from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site, UrlError, normalise_host
 from sitemap_updater.service.adopt_fields import Dropped, drop_fields, page_event
+from sitemap_updater.service.adopt_limits import MAX_FILE_BYTES, MAX_TOTAL_BYTES
 
 _GZIP_MAGIC = b"\x1f\x8b"
-MAX_FILE_BYTES = 52_428_800  # the protocol's limit on one sitemap file, uncompressed
-MAX_TOTAL_BYTES = 4 * 1024**3  # all files together, uncompressed: about 20 million pages
 UNKNOWN_TIME = "1970-01-01T00:00:00Z"
 MAX_REDIRECTS = 5
 _CHUNK = 64 * 1024

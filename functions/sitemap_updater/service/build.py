@@ -8,9 +8,11 @@ of ``<url>`` elements its key range covers (or rendered from its records where n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from array import array
 from bisect import bisect_left
 from collections import defaultdict
@@ -96,8 +98,8 @@ class _Part:
 
     bucket: int
     first: int  # index of its first entry in the section's arrays
-    records: tuple[int, int]  # offset and length in the bucket's records file
-    xml_offset: int  # offset in the bucket's XML file (each entry's <url> element, in order)
+    records: tuple[str, int, int]  # file, offset and length of its records (kept only where news may show)
+    xml: tuple[str, int]  # file and offset of its entries' <url> elements, in order
 
 
 @dataclass(slots=True)
@@ -120,8 +122,14 @@ class _BucketSection:
     lastmods: array[int]
     flags: array[int]
     has_news: bool
-    records: tuple[int, int]
-    xml_offset: int
+    records: tuple[str, int, int]
+    xml: tuple[str, int]
+
+
+def _spill_file(spill_dir: str, kind: str) -> Path:
+    """This worker's own file of ``kind`` in the spill folder, appended to by each of its tasks in turn: creating
+    a file costs more than writing megabytes into it on some disks, so a build creates a few, not one a task."""
+    return Path(spill_dir) / f"{kind}-{os.getpid()}-{threading.get_ident()}.bin"
 
 
 def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, chunk_id: int) -> _ChunkResult:
@@ -158,10 +166,10 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
             if state.entry is not None and state.entry.news:
                 news_sections.add(state.entry.section)
             spill.add(*spill_state(state))
-    path = Path(spill_dir) / f"chunk-{chunk_id:05d}.bin"
+    path = _spill_file(spill_dir, "parsed")
     runs: list[list[tuple[str, int, int, int]]] = [[] for _ in range(BUCKETS)]
-    offset = 0
-    with path.open("wb") as out:
+    with path.open("ab") as out:
+        offset = out.tell()
         for bucket, section, count, heads, blob in spill.runs():
             out.write(heads)
             out.write(blob)
@@ -196,24 +204,28 @@ def _reduce_bucket(
     groups = {section: (b"".join(heads[section]), b"".join(blobs[section])) for section in heads}
     live, deleted = reduce_bucket(groups, keep, keep_all)
     sections: dict[str, _BucketSection] = {}
-    offset = xml_offset = 0
-    with (
-        _bucket_path(spill_dir, bucket, "bin").open("wb") as out,
-        _bucket_path(spill_dir, bucket, "xml").open("wb") as xml,
-    ):
+    records_path, xml_path = _spill_file(spill_dir, "records"), _spill_file(spill_dir, "xml")
+    records = [run.records for run in live.values() if run.records]
+    with contextlib.ExitStack() as files:
+        out = files.enter_context(records_path.open("ab")) if records else None
+        xml = files.enter_context(xml_path.open("ab"))
+        offset, xml_offset = (out.tell() if out is not None else 0), xml.tell()
         for section, run in live.items():
-            out.write(run.records)
+            if out is not None:
+                out.write(run.records)
             xml.write(run.elements)
             sections[section] = _BucketSection(
-                run.keys, run.sizes, run.lastmods, run.flags, run.has_news, (offset, len(run.records)), xml_offset
+                run.keys,
+                run.sizes,
+                run.lastmods,
+                run.flags,
+                run.has_news,
+                (str(records_path), offset, len(run.records)),
+                (str(xml_path), xml_offset),
             )
             offset += len(run.records)
             xml_offset += len(run.elements)
     return sections, deleted
-
-
-def _bucket_path(spill_dir: str, bucket: int, kind: str) -> Path:
-    return Path(spill_dir) / f"bucket-{bucket:02d}.{kind}"
 
 
 def _render_plain(
@@ -410,7 +422,7 @@ def _reduce_all(
         live, deleted = future.result()
         for section, part in live.items():
             runs = sections[section]
-            runs.parts.append(_Part(bucket, len(runs.keys), part.records, part.xml_offset))
+            runs.parts.append(_Part(bucket, len(runs.keys), part.records, part.xml))
             runs.keys.extend(part.keys)
             runs.sizes.extend(part.sizes)
             runs.lastmods.extend(part.lastmods)
@@ -445,9 +457,7 @@ def _render_all(
             name = key_range.file_name(section)
             items.append(IndexItem(name, range_lastmod(runs.keys, runs.lastmods, runs.deleted, key_range)))
             first, last = key_range.start >> SHIFT, (key_range.end - 1) >> SHIFT
-            sources = [
-                (str(_bucket_path(spill, p.bucket, "bin")), *p.records) for p in runs.parts if first <= p.bucket <= last
-            ]
+            sources = [p.records for p in runs.parts if first <= p.bucket <= last]
             if text_sitemaps:
                 twin = text_twin(name)
                 futures.append(
@@ -483,6 +493,6 @@ def _xml_sources(runs: _SectionRuns, offsets: array[int], lo: int, hi: int, spil
     for part, part_end in zip(runs.parts, bounds, strict=True):
         first, last = max(lo, part.first), min(hi, part_end)
         if first < last:
-            start = part.xml_offset + offsets[first] - offsets[part.first]
-            sources.append((str(_bucket_path(spill, part.bucket, "xml")), start, offsets[last] - offsets[first]))
+            path, offset = part.xml
+            sources.append((path, offset + offsets[first] - offsets[part.first], offsets[last] - offsets[first]))
     return sources
