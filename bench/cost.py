@@ -74,6 +74,16 @@ BEFORE = {
     "50 events/s": {"Lambda": 2.16, "SQS": 1.20, "DynamoDB": 58.90, "S3": 0.69, "CloudFront": 639.96, "total": 702.91},
 }
 BEFORE_DATE = "2026-11-22"
+# The last measurement before ingest lost its sequence bump and its pending index (2026-11-25).
+PREVIOUS = {
+    "1 event/s": {"Lambda": 4.97, "SQS": 3.51, "DynamoDB": 10.07, "S3": 10.71, "CloudFront": 1.61, "CloudWatch": 2.65,
+                  "total": 33.53},
+    "50 events/s": {"Lambda": 1.14, "SQS": 0.83, "DynamoDB": 7.00, "S3": 2.43, "CloudFront": 0.03, "CloudWatch": 0.06,
+                    "total": 11.49},
+    "burst of 1,000/s, one section": {"Lambda": 0.27, "SQS": 0.49, "DynamoDB": 6.66, "S3": 0.23, "CloudFront": 0.06,
+                                      "CloudWatch": 0.01, "total": 7.74},
+}  # fmt: skip
+PREVIOUS_DATE = "2026-11-24"
 
 
 def cpu_scale(memory_mb: int) -> float:

@@ -7,8 +7,8 @@ Each call is charged as AWS bills it, from the real items' sizes (the adapter's 
 - reads: 4 KB units per item (GetItem, BatchGetItem, each item rounded up on its own, a missing item 1 unit) or
   per response page of a Query (the sum of the items' sizes, rounded up once per 1 MB page); strongly consistent
   reads count 1, eventually consistent (the GSI) 0.5;
-- writes: 1 KB units of the larger of the item before and after, twice in a TransactWriteItems; a write that
-  puts a page state into the sparse ``pending`` index (KEYS_ONLY) or takes it out costs one more unit there;
+- writes: 1 KB units of the larger of the item before and after (a delete: the item's size), twice in a
+  TransactWriteItems;
 - S3 requests by class and bytes uploaded; SQS requests in 64 KB chunks, standard or FIFO.
 
 Time spent inside the fakes and in this accounting is not the service's: it is taken out of the measured CPU and
@@ -142,7 +142,7 @@ class Meter:
         if page is None:
             return 0
         write = PageWrite(**{name: getattr(page, name) for name in _PAGE_FIELDS}, record=b"")
-        return item_size(self.store.aws._page_item(write, page.pending))
+        return item_size(self.store.aws._page_item(write, page.outbox))
 
     def _read(self, usage: Usage, sizes: list[int | None], consistent: bool = True) -> None:
         """GetItem / BatchGetItem: each item rounded up to 4 KB on its own (a missing item still 1 unit)."""
@@ -175,17 +175,27 @@ class Meter:
 
             def charge(u: Usage, _r: Any) -> None:
                 self._write(u, self._page_size(old), self._page_size(pages.get(url)))
-                self._gsi(u, old, pages.get(url))
 
             return charge
 
-        def pending_pages() -> Charge:
-            def charge(u: Usage, found: list[PageRecord]) -> None:
-                self._query(u, [40 + _utf8(p.url) for p in found], consistent=False)  # keys only
-                self._read(u, [self._page_size(p) for p in found])  # then each page state, strongly
-                u.calls["GetItem"] += len(found)
+        def outbox_size(name: str, urls: list[str] | None) -> int:  # pk, sk, the URLs joined by newlines
+            return 0 if urls is None else 2 + 6 + 2 + len(name) + 4 + max(0, sum(_utf8(u) + 1 for u in urls) - 1)
 
-            return charge
+        outbox = self.store.outbox
+
+        def open_outbox(name: str, urls: list[str]) -> Charge:
+            return lambda u, _r: self._write(u, outbox_size(name, outbox.get(name)), outbox_size(name, urls))
+
+        def outbox_open(name: str) -> Charge:
+            size = outbox_size(name, outbox.get(name))
+            return lambda u, _r: self._read(u, [size or None])
+
+        def close_outbox(name: str) -> Charge:
+            size = outbox_size(name, outbox.get(name))
+            return lambda u, _r: self._write(u, max(size, 1), 0)  # a delete of nothing still costs a unit
+
+        def outboxes(*_: Any) -> Charge:
+            return lambda u, found: self._query(u, [outbox_size(n, urls) for n, urls in found])
 
         def import_pages(writes: list[PageWrite]) -> Charge:
             def charge(u: Usage, _r: Any) -> None:
@@ -242,8 +252,10 @@ class Meter:
         return {
             "get_page": ("GetItem", lambda url: lambda u, page: self._read(u, [self._page_size(page)])),
             "record_rank": ("PutItem", lambda write, *_: page_change(write.url)),
-            "clear_pending": ("UpdateItem", lambda url, *_: page_change(url)),
-            "pending_pages": ("Query", pending_pages),
+            "open_outbox": ("PutItem", open_outbox),
+            "outbox_open": ("GetItem", outbox_open),
+            "close_outbox": ("DeleteItem", close_outbox),
+            "outboxes": ("Query", outboxes),
             "import_pages": ("BatchWriteItem", import_pages),
             "section_seq": ("GetItem", small_read),
             "entries": ("Query", lambda sec, *_: lambda u, found: self._query(u, self._states_sizes(sec, found))),
@@ -264,12 +276,6 @@ class Meter:
             "hold": ("BatchWriteItem", hold),
             "release": ("BatchWriteItem", release),
         }
-
-    @staticmethod
-    def _gsi(usage: Usage, before: PageRecord | None, after: PageRecord | None) -> None:
-        """The sparse ``pending`` index (KEYS_ONLY): one unit to put a page state in, one to take it out."""
-        if bool(before and before.pending) != bool(after and after.pending):
-            usage.gsi_wru += 1
 
     def _wrap_store(self) -> None:
         for name, (operation, rule) in self._rules().items():
@@ -294,21 +300,16 @@ class Meter:
 
     def _wrap_client(self) -> None:
         client: FakeDynamoClient = self.store.aws._client  # type: ignore[assignment]
-        pages = self.store.pages
         transact, batch_write, batch_get = client.transact_write_items, client.batch_write_item, client.batch_get_item
 
         def do_transact(TransactItems: list[dict[str, Any]]) -> Any:  # noqa: N803 - boto3's name
             def prepare() -> Charge:
                 specs = [(kind, spec.get("Item") or spec["Key"]) for a in TransactItems for kind, spec in a.items()]
                 old = [self._existing(key) for _, key in specs]
-                urls = [key["pk"]["S"][5:] for _, key in specs if key["pk"]["S"].startswith("page#")]
-                before = {url: pages.get(url) for url in urls}
 
                 def charge(u: Usage, _r: Any) -> None:
                     for (kind, item), size in zip(specs, old, strict=True):
                         self._write(u, size, item_size(item) if kind == "Put" else 0, factor=2)
-                    for url, page in before.items():
-                        self._gsi(u, page, pages.get(url))
 
                 return charge
 

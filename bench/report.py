@@ -127,7 +127,7 @@ def section(data: dict[str, Any]) -> list[str]:
         _row("one changed page", total(one), one["put_bytes"]),
         _row(f"{spread['events']:,} spread changes at 1,000/s", spread_total, spread["put_bytes"]),
         "",
-        "Write units include the second unit of each transactional write and the sparse `pending` index. One "
+        "Write units include the second unit of each transactional write. One "
         f"changed page: its rebuild read {shard.get('items_read', 0)} DynamoDB items and "
         f"{shard.get('calls', {}).get('s3:GET', 0)} S3 object (the file's snapshot; plus the HEAD of the "
         f"compare-and-swap put), and the index {index.get('items_read', 0)} (every file record, twice: once "
@@ -144,7 +144,8 @@ def section(data: dict[str, Any]) -> list[str]:
         "Every line at AWS list prices, us-east-1, without free tiers (prices, billing rules and assumptions in "
         "`bench/cost.py`). The sustained rates also carry the hourly sweep and upkeep and the event sources' idle "
         "long polls; the burst is what its events add. Before: the table this section showed until "
-        f"{cost.BEFORE_DATE}, from item counts times an assumed item size, with CloudFront invalidations.",
+        f"{cost.BEFORE_DATE}, from item counts times an assumed item size, with CloudFront invalidations; previous: "
+        f"the measurement of {cost.PREVIOUS_DATE}, before ingest lost its sequence bump and its pending index.",
         "",
         "| scenario | | Lambda | SQS | DynamoDB | S3 | CloudFront | CloudWatch | total (USD per 1M events) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -157,6 +158,10 @@ def section(data: dict[str, Any]) -> list[str]:
                          + " |")  # fmt: skip
         else:
             lines.append(f"| {scenario['label']} | before | not measured | | | | | | |")
+        previous = cost.PREVIOUS.get(scenario["label"])
+        if previous:
+            lines.append(f"| {scenario['label']} | previous ({cost.PREVIOUS_DATE}) | "
+                         + " | ".join(_usd(previous[k]) for k in (*cost.LINES, "total")) + " |")  # fmt: skip
         bill = per_million(data, scenario)
         lines.append(f"| {scenario['label']} | after ({data['date']}) | "
                      + " | ".join(_usd(bill[k]) for k in (*cost.LINES, "total")) + " |")  # fmt: skip

@@ -20,8 +20,8 @@ from tests.integration.conftest import LocalRunFactory
 NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 # Adapter methods that talk to AWS, by the pipeline attribute that holds the adapter.
 CALLS = {
-    "store": ("record_change", "record_rank", "clear_pending", "put_file", "move_file_state", "delete_file",
-              "clear_pending_index", "put_index_sha", "mark_sent"),
+    "store": ("record_change", "record_rank", "open_outbox", "close_outbox", "put_file", "move_file_state",
+              "delete_file", "clear_pending_index", "put_index_sha", "mark_sent"),
     "bucket": ("publish", "delete"),
     "rebuild_queue": ("send",),
     "index_queue": ("send",),

@@ -40,10 +40,7 @@ def check_key(key: dict[str, Any], operation: str) -> None:
     if len(key["pk"]["S"].encode()) > MAX_PARTITION_KEY:
         message = "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of 2048 bytes"  # noqa: E501
         raise aws_error("ValidationException", operation, 400, message)
-    # An item in the sparse "pending" index has its pk as that index's sort key.
-    if len(key["sk"]["S"].encode()) > MAX_SORT_KEY or (
-        "pending_pk" in key and len(key["pk"]["S"].encode()) > MAX_SORT_KEY
-    ):
+    if len(key["sk"]["S"].encode()) > MAX_SORT_KEY:
         message = "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes"  # noqa: E501
         raise aws_error("ValidationException", operation, 400, message)
 

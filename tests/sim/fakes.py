@@ -50,6 +50,7 @@ class FakeStore:
         self.seqs: dict[str, int] = {}
         self.file_records: dict[tuple[str, int], PublishedFile] = {}
         self.index: tuple[str, int] | None = None
+        self.outbox: dict[str, list[str]] = {}  # open outboxes: name -> the URLs of their batch
         self.sent: dict[tuple[str, str], tuple[int, SentRecord]] = {}  # by (pk, channel)
         self.refused_urls: set[str] = set()  # pages whose every write DynamoDB refuses (tests/sim/dynamo.py)
         self.waited_s = 0.0
@@ -60,8 +61,8 @@ class FakeStore:
 
         self.aws = ManifestStore(FakeDynamoClient(self), "sim-manifest", sleep=sleep)  # type: ignore[arg-type]
 
-    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None) -> bool:
-        return self.aws.record_change(write, expected_rank, old_section)
+    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None, outbox: str) -> bool:
+        return self.aws.record_change(write, expected_rank, old_section, outbox)
 
     def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
         return self.aws.sent_records(urls, channel, now_s)
@@ -84,39 +85,47 @@ class FakeStore:
         return page is None if expected is None else page is not None and page.rank == expected
 
     @staticmethod
-    def _record(write: PageWrite, pending: bool) -> PageRecord:
+    def _record(write: PageWrite, outbox: str) -> PageRecord:
         return PageRecord(write.url, write.rank, write.kind, write.section, write.key, write.digest, write.lastmod,
-                          write.change, write.moved_from, pending)  # fmt: skip
+                          write.change, write.moved_from, outbox)  # fmt: skip
 
     def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
         def put() -> bool:
-            check_item(self.aws._page_item(write, False), "PutItem")
+            check_item(self.aws._page_item(write, ""), "PutItem")
             if not self._rank_holds(write.url, expected_rank):
                 return False
-            self.pages[write.url] = self._record(write, False)
+            self.pages[write.url] = self._record(write, "")
             return True
 
         return bool(self._call("put_item", put))
 
-    def clear_pending(self, url: str, rank: str) -> None:
-        def update() -> None:
-            page = self.pages.get(url)
-            if page is not None and page.rank == rank:
-                self.pages[url] = replace(page, pending=False)
+    def open_outbox(self, outbox: str, urls: list[str]) -> None:
+        def put() -> None:
+            check_item({"pk": {"S": "outbox"}, "sk": {"S": outbox}, "urls": {"S": "\n".join(urls)}}, "PutItem")
+            self.outbox[outbox] = list(urls)
 
-        self._call("update_item", update)
+        self._call("put_item", put)
 
-    def pending_pages(self) -> list[PageRecord]:
-        return list(self._call("scan", lambda: [p for _, p in sorted(self.pages.items()) if p.pending]))
+    def outbox_open(self, outbox: str) -> bool:
+        return bool(self._call("get_item", lambda: outbox in self.outbox))
+
+    def close_outbox(self, outbox: str) -> None:
+        self._call("delete_item", lambda: self.outbox.pop(outbox, None))
+
+    def outboxes(self, opened_before: str) -> list[tuple[str, list[str]]]:
+        def query() -> list[tuple[str, list[str]]]:
+            return [(name, list(urls)) for name, urls in sorted(self.outbox.items()) if name < opened_before]
+
+        return list(self._call("query", query))
 
     def import_pages(self, writes: list[PageWrite]) -> None:
         def load() -> None:
             for write in writes:
-                check_item(self.aws._page_item(write, False), "BatchWriteItem")
+                check_item(self.aws._page_item(write, ""), "BatchWriteItem")
                 entry = {"pk": {"S": f"sec#{write.section}"}, "sk": {"S": entry_sort_key(write.key, write.url)}}
                 check_item({**entry, "record": {"B": write.record}}, "BatchWriteItem")
             for write in writes:
-                self.pages[write.url] = self._record(write, False)
+                self.pages[write.url] = self._record(write, "")
                 self.manifest.setdefault(write.section, {})[entry_sort_key(write.key, write.url)] = write.record
             for section in {w.section for w in writes}:
                 self.seqs[section] = self.seqs.get(section, 0) + 1

@@ -362,9 +362,10 @@ class Simulation:
                             self.clock.now = max(self.clock.now, next_sweep)
                             next_sweep += 3600.0
                             continue
-                        if not unnamed:
+                        if not unnamed and not self.store.outbox:
                             break
-                        # Files the index stopped naming wait out their grace; the next hourly upkeep deletes them.
+                        # An outbox left open by a batch that died is the sweep's once it is old enough (the next
+                        # hourly run); files the index stopped naming wait out their grace.
                         self.clock.now = max(self.clock.now, next_sweep)
                         next_sweep += 3600.0
         finally:

@@ -58,14 +58,14 @@ def _write() -> Any:
 def test_a_failed_condition_means_another_event_won() -> None:
     waits: list[float] = []
     client = _Dynamo(_cancelled("ConditionalCheckFailed", "None", "None"))
-    assert _store(client, waits).record_change(_write(), "old-rank", None) is False
+    assert _store(client, waits).record_change(_write(), "old-rank", None, "o") is False
     assert len(client.calls) == 1 and waits == []
 
 
 def test_a_transaction_conflict_is_retried_after_a_jittered_backoff() -> None:
     waits: list[float] = []
     client = _Dynamo(_cancelled("None", "None", "TransactionConflict"), _cancelled("TransactionConflict", "None"), {})
-    assert _store(client, waits).record_change(_write(), None, None) is True
+    assert _store(client, waits).record_change(_write(), None, None, "o") is True
     assert len(client.calls) == 3
     assert len(waits) == 2 and all(0 <= w <= 4 for w in waits)
 
@@ -73,7 +73,7 @@ def test_a_transaction_conflict_is_retried_after_a_jittered_backoff() -> None:
 def test_conflicts_that_never_end_fail_the_message_for_sqs_to_retry() -> None:
     client = _Dynamo(*[_cancelled("TransactionConflict")] * 10)
     with pytest.raises(TransactionConflicts):
-        _store(client, []).record_change(_write(), None, None)
+        _store(client, []).record_change(_write(), None, None, "o")
     assert len(client.calls) == 5
 
 
@@ -88,7 +88,7 @@ def test_conflicts_that_never_end_fail_the_message_for_sqs_to_retry() -> None:
 )
 def test_other_cancellations_and_errors_raise(error: ClientError) -> None:
     with pytest.raises(ClientError):
-        _store(_Dynamo(error), []).record_change(_write(), None, None)
+        _store(_Dynamo(error), []).record_change(_write(), None, None, "o")
 
 
 def test_unprocessed_items_are_sent_again_after_a_backoff() -> None:

@@ -25,8 +25,9 @@ from sitemap_updater.core.messages import DirtyMark, cleanup_message, read_rebui
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.service.index import UNSETTLED, rebuild_index
 from sitemap_updater.service.ingest import IngestConflict, Outcome, ingest, ingest_message, page_write
+from sitemap_updater.service.marks import OUTBOX_ABANDONED_S, MarkBatch
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import MarkBatch, rebuild_section, rebuild_sections
+from sitemap_updater.service.rebuild import rebuild_section, rebuild_sections
 from sitemap_updater.service.sweep import sweep
 from sitemap_updater.settings import Settings
 from tests import oracle
@@ -188,10 +189,10 @@ def test_a_change_recorded_but_not_queued_is_queued_by_its_redelivery() -> None:
     body = page("a", version=1)
     with crash(stack.pipeline.rebuild_queue, "send") as hits, pytest.raises(Crash):
         stack.send(body)
-    assert hits and stack.store.pages[body["url"]].pending
-    # the redelivered event is a duplicate (equal rank), and still queues the pending change
+    assert hits and stack.store.pages[body["url"]].outbox in stack.store.outbox  # its batch's outbox is open
+    # the redelivered event is a duplicate (equal rank), and still queues the change its outbox says is unsent
     assert stack.send(body)[0].outcome == Outcome.NOOP
-    assert not stack.store.pages[body["url"]].pending
+    assert stack.queues["rebuild"].messages
     stack.drain()
     stack.check()
     assert stack.shown()
@@ -216,15 +217,57 @@ def test_the_sweep_queues_a_change_whose_redelivery_never_came() -> None:
     stack = Stack()
     with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
         stack.send(page("a", version=1))
-    sweep(stack.pipeline)
+    sweep(stack.pipeline)  # the batch may still be running: its outbox is left alone
+    assert not stack.queues["rebuild"].messages
+    later = NOW + timedelta(seconds=OUTBOX_ABANDONED_S + 1)
+    assert sweep(replace(stack.pipeline, clock=lambda: later)).requeued == 1
+    assert not stack.store.outbox
     stack.drain()
     stack.check()
     assert stack.shown()
 
 
-def test_a_crash_after_queueing_before_clearing_pending_publishes_once() -> None:
+def test_an_event_that_failed_after_its_change_was_recorded_keeps_the_batch_s_outbox_open() -> None:
+    # Given a batch whose first event's write raised after DynamoDB applied it (a timeout), and a second event
     stack = Stack()
-    with crash(stack.store, "clear_pending"), pytest.raises(Crash):
+    first, second = page("a", version=1), page("b", version=1)
+    stack.sent += [first, second]
+    marks = MarkBatch(stack.pipeline)
+    with crash(stack.store, "record_change", after=True), pytest.raises(Crash):
+        ingest_message(json.dumps(first), "m-1", stack.pipeline, marks=marks)
+    ingest_message(json.dumps(second), "m-2", stack.pipeline, marks=marks)
+    marks.flush()
+    # Then the batch's outbox is still open although the rest of the batch sent its marks
+    assert stack.store.pages[first["url"]].outbox in stack.store.outbox
+    # And the failed event's redelivery (a duplicate now) sends the first page's marks: both pages are published
+    assert stack.send(first)[0].outcome == Outcome.NOOP
+    stack.drain()
+    stack.check()
+    assert set(stack.shown()) == {first["url"], second["url"]}
+
+
+def test_a_move_recorded_by_a_failed_event_is_rebuilt_by_a_newer_event_of_the_same_batch() -> None:
+    # Given blog/a published, then a batch: a move to news whose write raised after it was applied, then a newer
+    # event for the page in the same batch
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    moved, newer = page("a", version=2, section="news"), page("a", version=3, section="news", priority=0.5)
+    stack.sent += [moved, newer]
+    marks = MarkBatch(stack.pipeline)
+    with crash(stack.store, "record_change", after=True), pytest.raises(Crash):
+        ingest_message(json.dumps(moved), "m-1", stack.pipeline, marks=marks)
+    ingest_message(json.dumps(newer), "m-2", stack.pipeline, marks=marks)
+    marks.flush()
+    stack.drain()
+    # Then the section the page left no longer lists it
+    stack.check()
+    assert not any(name.startswith("sitemap-blog-") for name in stack.s3.objects)
+
+
+def test_a_crash_after_queueing_before_closing_the_outbox_publishes_once() -> None:
+    stack = Stack()
+    with crash(stack.store, "close_outbox"), pytest.raises(Crash):
         stack.send(page("a", version=1))
     stack.send(page("a", version=1))
     stack.drain()

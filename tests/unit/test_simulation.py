@@ -63,7 +63,7 @@ def test_the_checks_catch_a_lost_rebuild(monkeypatch: pytest.MonkeyPatch) -> Non
         calls["n"] += 1
         return original(section, at_us, marks) if calls["n"] % 5 else iter([])
 
-    monkeypatch.setattr("sitemap_updater.service.rebuild.mark_messages", forgetful)
+    monkeypatch.setattr("sitemap_updater.service.marks.mark_messages", forgetful)
     # When a sequence runs without faults
     result = Simulation(Config(1, fault_rate=0.0)).run()
     # Then the simulation reports stale published files
@@ -95,7 +95,7 @@ def test_a_move_whose_rebuild_mark_was_lost_leaves_no_copy_in_the_old_section(mo
             raise LambdaDied("after dynamodb.transact_write_items")
         return original(section, at_us, marks)
 
-    monkeypatch.setattr("sitemap_updater.service.rebuild.mark_messages", dies_once)
+    monkeypatch.setattr("sitemap_updater.service.marks.mark_messages", dies_once)
     script: list[tuple[float, dict[str, object]]] = [
         (0.0, event(url, version=1, lastmod="2026-11-01")),
         (100.0, event(url, version=2, lastmod="2026-11-02", section="docs")),

@@ -40,8 +40,8 @@ def test_keys_of_the_longest_urls_fit_dynamodb_and_stay_one_per_url() -> None:
     # Given URLs of 2,047 characters (the contract's longest) that differ only in their last character
     urls = [_long(tail) for tail in "abc"]
     for url in urls:
-        # Then every key naming them is within DynamoDB's limits (a page state's pk is also the sort key of
-        # the sparse pending index, so it keeps under 1,024 bytes too)
+        # Then every key naming them is within DynamoDB's limits (a page state's pk keeps under 1,024 bytes too,
+        # as it did while it was also the sort key of a secondary index: the keys of stored pages never change)
         assert len(page_pk(url).encode()) <= SORT_KEY
         assert len(sent_pk(url).encode()) <= PARTITION_KEY
         assert len(entry_sort_key(2**64 - 1, url).encode()) <= SORT_KEY
@@ -58,8 +58,6 @@ def test_the_simulated_dynamodb_refuses_what_aws_refuses() -> None:
         check_key({"pk": {"S": f"page#{url}"}, "sk": {"S": "state"}}, "PutItem")
     with pytest.raises(ClientError, match="1024 bytes"):
         check_key({"pk": {"S": "sec#blog"}, "sk": {"S": f"{0:016x}#{url}"}}, "PutItem")
-    with pytest.raises(ClientError, match="1024 bytes"):  # the pending index's sort key
-        check_key({"pk": {"S": "page#" + "a" * 1020}, "sk": {"S": "state"}, "pending_pk": {"S": "p"}}, "PutItem")
     with pytest.raises(ClientError, match="Item size"):
         check_item({"pk": {"S": "sec#blog"}, "sk": {"S": "k"}, "record": {"B": b"x" * ITEM}}, "PutItem")
 

@@ -14,9 +14,10 @@ import pytest
 
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.ports import HttpResponse
+from sitemap_updater.service.marks import OUTBOX_ABANDONED_S
 from sitemap_updater.service.sweep import robots_warning, sweep, upkeep
 from tests.conftest import BASE
-from tests.unit.test_recovery import Crash, Stack, crash, page, replace_settings
+from tests.unit.test_recovery import NOW, Crash, Stack, crash, page, replace_settings
 
 INDEX = f"{BASE}/sitemap.xml"
 
@@ -68,7 +69,10 @@ def test_the_sweep_queues_each_pending_change_and_checks_robots_only_when_asked(
         with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
             stack.send(page(name, version=1))
     http = Robots(404)
-    assert sweep(stack.pipeline, http).requeued == 2 and http.requests == []
+    assert sweep(stack.pipeline, http).requeued == 0  # their batches might still be running
+    later = replace(stack.pipeline, clock=lambda: NOW + timedelta(seconds=OUTBOX_ABANDONED_S + 1))
+    assert sweep(later, http).requeued == 2 and http.requests == []
+    assert not stack.store.outbox
     stack.drain()
     stack.check()
     # nothing pending any more; the robots check runs only when enabled and given a client

@@ -4,11 +4,12 @@ One table, keys ``pk`` (partition) and ``sk`` (sort):
 
 | item | pk | sk | what |
 |---|---|---|---|
-| page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, pending |
+| page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, outbox |
 | manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url id>`` | the encoded entry or tombstone |
 | section sequence | ``seq#<section>`` | ``seq`` | bumped by an import (stacks before 2026-11-25: by every change) |
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
+| outbox | ``outbox`` | ``<opened, 16 hex>#<batch>`` | the URLs an ingest batch may change, until its marks are sent |
 
 A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BETWEEN <start> AND <end>``.
 Every key naming a URL takes it through ``url_id``, which keeps keys within DynamoDB's limits.
@@ -34,9 +35,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _FILES = "files"
-PENDING_INDEX = "pending"  # a global secondary index of template.yaml
-_PENDING_KEY = "pending_pk"
-_PENDING = "pending"
+_OUTBOX = "outbox"
 
 
 class StillUnprocessed(RuntimeError):
@@ -104,11 +103,8 @@ class ManifestStore:
         ).get("Item")
         return None if item is None else page_record(url, item)
 
-    def _page_item(self, write: PageWrite, pending: bool) -> dict[str, Any]:
-        # pending_pk only while pending: the table's sparse "pending" index holds exactly these page states.
-        marker = {_PENDING_KEY: _s(_PENDING)} if pending else {}
+    def _page_item(self, write: PageWrite, outbox: str) -> dict[str, Any]:
         return {
-            **marker,
             "pk": _s(page_pk(write.url)),
             "sk": _s("state"),
             "url": _s(write.url),
@@ -120,7 +116,7 @@ class ManifestStore:
             "lastmod": _s(write.lastmod),
             "change": _s(write.change),
             "moved_from": _s(write.moved_from),
-            "pending": {"BOOL": pending},
+            "outbox": _s(outbox),
         }
 
     @staticmethod
@@ -133,13 +129,19 @@ class ManifestStore:
             "ExpressionAttributeValues": {":expected": _s(expected_rank)},
         }
 
-    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None) -> bool:
+    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None, outbox: str) -> bool:
         """Atomically: the page state (if it still has ``expected_rank``), its manifest entry and the removal of
         its entry from a section it left. False when another writer changed the page first. No section counter is
         bumped: a rebuild's own number versions its bytes (``next_rebuild``), since rebuilds of a section run one
         after another and each reads the manifest after the marks it handles were recorded."""
         items: list[Any] = [
-            {"Put": {"TableName": self.table, "Item": self._page_item(write, True), **self._condition(expected_rank)}},
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": self._page_item(write, outbox),
+                    **self._condition(expected_rank),
+                }
+            },
             {
                 "Put": {
                     "TableName": self.table,
@@ -176,41 +178,46 @@ class ManifestStore:
         """Record a newer event whose entry is unchanged: only the page state moves, nothing is dirty."""
         return _conditional(
             lambda: self._client.put_item(
-                TableName=self.table, Item=self._page_item(write, False), **self._condition(expected_rank)
+                TableName=self.table, Item=self._page_item(write, ""), **self._condition(expected_rank)
             )
         )
 
-    def clear_pending(self, url: str, rank: str) -> None:
-        """The rebuild for this change is queued; a redelivered event need not queue it again."""
-        _conditional(
-            lambda: self._client.update_item(
-                TableName=self.table,
-                Key={"pk": _s(page_pk(url)), "sk": _s("state")},
-                UpdateExpression=f"SET pending = :false REMOVE {_PENDING_KEY}",
-                ConditionExpression="#rank = :rank",
-                ExpressionAttributeNames={"#rank": "rank"},
-                ExpressionAttributeValues={":false": {"BOOL": False}, ":rank": _s(rank)},
-            )
+    # --- outboxes: the changes of an ingest batch whose rebuild marks may not have been sent ---------------
+    def open_outbox(self, outbox: str, urls: list[str]) -> None:
+        """Before an ingest batch records its first change: the URLs it may change (its page states will name
+        ``outbox``). While the item exists, those page states' marks may not have been sent."""
+        self._client.put_item(
+            TableName=self.table, Item={"pk": _s(_OUTBOX), "sk": _s(outbox), "urls": _s("\n".join(urls))}
         )
 
-    def pending_pages(self) -> list[PageRecord]:
-        """Page states whose rebuild may not have been queued (a crash between the write and the send)."""
-        found: list[PageRecord] = []
-        paginator = self._client.get_paginator("query")
-        for page in paginator.paginate(  # the sparse index: O(pending), whatever the size of the site
+    def outbox_open(self, outbox: str) -> bool:
+        """Whether the batch that wrote ``outbox`` has yet to send its marks (it died, or it is still running)."""
+        item = self._client.get_item(
             TableName=self.table,
-            IndexName=PENDING_INDEX,
-            KeyConditionExpression=f"{_PENDING_KEY} = :pending",
-            ExpressionAttributeValues={":pending": _s(_PENDING)},
+            Key={"pk": _s(_OUTBOX), "sk": _s(outbox)},
+            ConsistentRead=True,
+            ProjectionExpression="pk",
+        ).get("Item")
+        return item is not None
+
+    def close_outbox(self, outbox: str) -> None:
+        """The batch's marks are sent."""
+        self._client.delete_item(TableName=self.table, Key={"pk": _s(_OUTBOX), "sk": _s(outbox)})
+
+    def outboxes(self, opened_before: str) -> list[tuple[str, list[str]]]:
+        """Outboxes still open that were opened before ``opened_before`` (a sort key), with their URLs: one
+        Query of one partition, O(open outboxes) whatever the size of the site."""
+        found: list[tuple[str, list[str]]] = []
+        paginator = self._client.get_paginator("query")
+        for page in paginator.paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :outbox AND sk < :before",
+            ExpressionAttributeValues={":outbox": _s(_OUTBOX), ":before": _s(opened_before)},
+            ConsistentRead=True,
         ):
-            for item in page.get("Items", []):  # keys only: the URL is read from the page state itself
-                state = self._client.get_item(
-                    TableName=self.table, Key={"pk": item["pk"], "sk": _s("state")}, ConsistentRead=True
-                ).get("Item")
-                if state is not None:
-                    record = page_record(state["url"]["S"], state)
-                    if record.pending:
-                        found.append(record)
+            for item in page.get("Items", []):
+                urls = item["urls"]["S"]
+                found.append((item["sk"]["S"], urls.split("\n") if urls else []))
         return found
 
     def import_pages(self, writes: list[PageWrite]) -> None:
@@ -218,7 +225,7 @@ class ManifestStore:
         then one sequence bump per section. Not conditional: run it before events flow."""
         items: list[dict[str, Any]] = []
         for write in writes:
-            items.append(self._page_item(write, False))
+            items.append(self._page_item(write, ""))
             items.append(
                 {
                     "pk": _s(f"sec#{write.section}"),
@@ -498,7 +505,7 @@ def page_record(url: str, item: dict[str, Any]) -> PageRecord:
         lastmod=item.get("lastmod", {}).get("S", ""),
         change=item.get("change", {}).get("S", ""),
         moved_from=item.get("moved_from", {}).get("S", ""),
-        pending=item.get("pending", {}).get("BOOL", False),
+        outbox=item.get("outbox", {}).get("S", ""),
     )
 
 

@@ -17,7 +17,8 @@ class PageFields:
     key: int
     digest: str
     lastmod: str
-    # For recovery, while ``pending``: how the entry changed, and the section the page left (empty: none).
+    # For recovery, while the outbox of the change is open: how the entry changed, and the section the page left
+    # (empty: none).
     change: str
     moved_from: str
 
@@ -26,7 +27,7 @@ class PageFields:
 class PageRecord(PageFields):
     """The page-state item as read: what ingest needs to decide whether an event is stale, a no-op or a change."""
 
-    pending: bool
+    outbox: str  # the ingest batch that recorded this change ("" for a rank alone or an import)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,8 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sitemap_updater.service.ingest import DeadLettered, Rejected, ingest_message
-from sitemap_updater.service.rebuild import MarkBatch
+from sitemap_updater.service.ingest import DeadLettered, Rejected, event_urls, ingest_message
+from sitemap_updater.service.marks import MarkBatch
 from sitemap_updater.wiring.pipeline import current_pipeline
 
 logger = Logger()
@@ -41,8 +41,11 @@ def record_handler(record: SqsRecordModel, marks: MarkBatch | None = None) -> No
 @logger.inject_lambda_context
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    # The batch's rebuild marks go out together, one message per section, once every record is recorded.
-    marks = MarkBatch(current_pipeline())
+    # The batch's rebuild marks go out together, one message per section, once every record is recorded; the
+    # outbox opened before its first change names the URLs of all its events.
+    pipeline = current_pipeline()
+    bodies = [str(record.get("body", "")) for record in event.get("Records", [])]
+    marks = MarkBatch(pipeline, partial(event_urls, pipeline, bodies))
     response = process_partial_response(
         event=event, record_handler=partial(record_handler, marks=marks), processor=processor, context=context
     )

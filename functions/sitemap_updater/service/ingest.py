@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -13,8 +13,8 @@ from sitemap_updater.core.pages import PageRecord, PageWrite
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
 from sitemap_updater.service.dead_letters import DeadLetters, dead_letter, error_text, failure_reason
+from sitemap_updater.service.marks import MarkBatch, requeue
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import MarkBatch, requeue
 
 _ATTEMPTS = 5
 
@@ -57,7 +57,8 @@ def ingest_message(
     (as the ``reason`` message attribute), so it never blocks or fails the rest of its batch. An event that
     fails (raises) is retried by SQS, and on the queue's last allowed receive goes to the dead-letter queue
     with its error as the reason, instead of being moved there by SQS without one. With ``marks``, the
-    rebuild marks of a recorded change are added there (the caller flushes them) instead of sent at once."""
+    rebuild marks of a recorded change are added there (the caller flushes them, and the batch's outbox names
+    every URL of the batch) instead of sent at once."""
     result: IngestResult | Rejected | DeadLettered
     try:
         result = ingest(body, pipeline, marks)
@@ -80,31 +81,37 @@ class IngestConflict(RuntimeError):
 
 
 def ingest(body: str | bytes | dict[str, Any], pipeline: Pipeline, marks: MarkBatch | None = None) -> IngestResult:
-    """Validate one event and record it. Raises EventRejected (naming the field) for malformed input."""
+    """Validate one event and record it. Raises EventRejected (naming the field) for malformed input. Without
+    ``marks``, a change's marks are sent before this returns (through an outbox of its own)."""
     parsed = parse_event(body, pipeline.site)
     event = parsed.event
+    batch = marks if marks is not None else MarkBatch(pipeline)
     for _ in range(_ATTEMPTS):
         old = pipeline.store.get_page(event.url)
-        outcome, change = _apply(event, old, pipeline, marks)
+        outcome, change = _apply(event, old, pipeline, batch)
         if outcome is not None:
+            if marks is None:
+                batch.flush()
             return IngestResult(outcome, event.url, change, parsed.warnings, parsed.unknown_fields)
     raise IngestConflict(f"{event.url}: changed concurrently {_ATTEMPTS} times; will be retried")
 
 
 def _apply(
-    event: PageEvent, old: PageRecord | None, pipeline: Pipeline, marks: MarkBatch | None
+    event: PageEvent, old: PageRecord | None, pipeline: Pipeline, marks: MarkBatch
 ) -> tuple[Outcome | None, str | None]:
     """One optimistic attempt; (None, None) when another writer got in first."""
     # The state is the event's alone (an upsert without lastmod shows its occurred_at), so the newest event
     # decides what is published whatever the order events arrived in.
     state = state_from_event(event)
+    pending = old is not None and old.outbox != "" and old.outbox == marks.outbox  # this batch's, not yet sent
     if old is not None:
-        if old.pending:
-            # A crash after recording but before queueing: queue it now, before anything overwrites the state.
-            # A newer write would record only the section *it* leaves, so a section the pending change left
-            # would never be rebuilt and would keep listing the page.
-            requeue(pipeline, old)
-            old = replace(old, pending=False)
+        if pending and not marks.has(old.url):
+            marks.add(old)  # recorded by an event of this batch that then failed: its marks go out with the rest
+        elif not pending and old.outbox and pipeline.store.outbox_open(old.outbox):
+            # The batch that recorded the stored change died before sending its marks (or is still running):
+            # send them now, before anything overwrites the state. A newer write would record only the section
+            # *it* leaves, so a section the lost change left would never be rebuilt and would keep the page.
+            requeue(pipeline, [old])
         if state.rank < old.rank:
             return Outcome.STALE, None
         if state.rank == old.rank:
@@ -112,7 +119,7 @@ def _apply(
     write = page_write(state, old)
     unchanged = (
         old is not None
-        and not old.pending
+        and not pending
         and old.section == write.section
         and old.kind == write.kind
         and old.digest == write.digest
@@ -121,13 +128,22 @@ def _apply(
     expected = old.rank if old is not None else None
     if unchanged:
         return (Outcome.NOOP, None) if pipeline.store.record_rank(write, expected) else (None, None)
-    if not pipeline.store.record_change(write, expected, old.section if old is not None else None):
+    outbox = marks.outbox_for(write.url)
+    if not pipeline.store.record_change(write, expected, old.section if old is not None else None, outbox):
         return None, None
-    if marks is None:
-        requeue(pipeline, write)
-    else:
-        marks.add(write)
+    marks.add(write)
     return Outcome.ACCEPTED, write.change or None
+
+
+def event_urls(pipeline: Pipeline, bodies: list[str]) -> list[str]:
+    """The canonical URLs of a batch's events (those that are valid): what its outbox names."""
+    urls = []
+    for body in bodies:
+        try:
+            urls.append(parse_event(body, pipeline.site).event.url)
+        except EventRejected:
+            continue  # never recorded
+    return urls
 
 
 def page_write(state: PageState, old: PageRecord | None = None) -> PageWrite:

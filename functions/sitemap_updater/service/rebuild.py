@@ -14,15 +14,8 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
 from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile, range_lastmod
-from sitemap_updater.core.messages import (
-    DirtyMark,
-    PageMark,
-    change_record,
-    mark_messages,
-    section_index_request,
-)
+from sitemap_updater.core.messages import DirtyMark, change_record, section_index_request
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.pages import PageFields
 from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, render_text, render_urlset
@@ -360,39 +353,3 @@ def rebuild_sections(pipeline: Pipeline, marks: Iterable[DirtyMark]) -> list[Sec
 def index_window(pipeline: Pipeline) -> tuple[int, int]:
     """Now and the window of index requests that share one rebuild (half the CDN's cache lifetime; 0: none)."""
     return to_micros(pipeline.clock()), pipeline.settings.cdn_max_age_seconds * 1_000_000 // 2
-
-
-class MarkBatch:
-    """The rebuild marks of recorded changes, sent together: one message per section for up to
-    :data:`MAX_MARKS_PER_MESSAGE` pages, so one rebuild (of up to ten messages) covers many changes. Pages stay
-    ``pending`` until their marks are sent; a crash before :meth:`flush` leaves them for the redelivered events
-    or the sweep to queue."""
-
-    def __init__(self, pipeline: Pipeline) -> None:
-        self._pipeline = pipeline
-        self._pages: list[PageFields] = []
-
-    def add(self, page: PageFields) -> None:
-        self._pages.append(page)
-
-    def flush(self) -> None:
-        """Send the marks (the changed section, and the one a page left), then clear each page's ``pending``."""
-        by_section: dict[str, list[PageMark]] = defaultdict(list)
-        for page in self._pages:
-            by_section[page.section].append(PageMark(page.url, page.key, page.rank, page.change or None))
-            if page.moved_from:
-                by_section[page.moved_from].append(PageMark(page.url, page.key, page.rank, None))
-        now_us = to_micros(self._pipeline.clock())
-        for section in sorted(by_section):
-            for message in mark_messages(section, now_us, by_section[section]):
-                self._pipeline.rebuild_queue.send(*message)
-        for page in self._pages:
-            self._pipeline.store.clear_pending(page.url, page.rank)
-        self._pages.clear()
-
-
-def requeue(pipeline: Pipeline, page: PageFields) -> None:
-    """Queue the rebuild a recorded change needs (its section, and the one it left), then clear ``pending``."""
-    marks = MarkBatch(pipeline)
-    marks.add(page)
-    marks.flush()

@@ -10,8 +10,8 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.ports import Http
 from sitemap_updater.service.index import grace_over, published_indexes
+from sitemap_updater.service.marks import sweep_outboxes
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import requeue
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +43,9 @@ def robots_warning(pipeline: Pipeline, http: Http) -> str | None:
 
 
 def sweep(pipeline: Pipeline, http: Http | None = None) -> SweepResult:
-    """Queue a rebuild for every page still marked pending (found through the table's sparse index)."""
-    requeued = 0
-    for page in pipeline.store.pending_pages():
-        requeue(pipeline, page)
-        requeued += 1
+    """Queue the rebuilds of changes whose ingest batch died before sending their marks (the outboxes it left
+    open, found with one Query of their partition)."""
+    requeued = sweep_outboxes(pipeline)
     warning = None
     if pipeline.settings.robots_check and http is not None:
         warning = robots_warning(pipeline, http)

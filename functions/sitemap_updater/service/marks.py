@@ -1,0 +1,116 @@
+"""Rebuild marks: what ingest sends once it has recorded changes, and the outbox that keeps them from being lost.
+
+An ingest batch opens one outbox item (the URLs its events name) before it records its first change; each
+page state it writes names that outbox. Once the batch's marks are sent the outbox is deleted. So a page state
+whose outbox still exists may have marks that were never sent: the batch died (or is still running). A later
+event for the page (a redelivery, or a newer change that would overwrite the section the page left) sends them
+first, and the hourly sweep sends those of every outbox older than any ingest invocation can live, found with
+one Query of the outbox partition. Two write units a batch (the outbox's put and delete) instead of three a
+page (a sparse index entering and leaving, and clearing a flag).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from sitemap_updater.core.messages import PageMark, mark_messages
+from sitemap_updater.core.moments import to_micros
+from sitemap_updater.core.pages import PageFields
+from sitemap_updater.service.pipeline import Pipeline
+
+# An ingest invocation lives at most its function's timeout (30 s in template.yaml; Lambda's own limit is
+# 900 s): an outbox opened longer ago than this belongs to a batch that is over, so the sweep may send its marks.
+OUTBOX_ABANDONED_S = 900
+
+_opened = itertools.count()  # told apart outboxes of identical batches opened in the same microsecond
+
+
+def outbox_name(opened_us: int, batch: str) -> str:
+    """An outbox's sort key: when it was opened (so the sweep can ask for old ones) and the batch."""
+    return f"{opened_us:016x}#{batch}"
+
+
+def opened_before(at_us: int) -> str:
+    """The sort key below which every outbox was opened before ``at_us``."""
+    return f"{max(0, at_us):016x}"
+
+
+class MarkBatch:
+    """The rebuild marks of recorded changes, sent together: one message per section for up to
+    :data:`~sitemap_updater.core.messages.MAX_MARKS_PER_MESSAGE` pages, so one rebuild (of up to ten messages)
+    covers many changes. ``batch_urls`` gives the URLs of the batch's events, asked for when the first change opens
+    the outbox, which names them all. A crash before :meth:`flush` leaves the outbox open for the redelivered
+    events or the sweep, and so does a change whose event failed after it may have been recorded (a write that
+    raised): the outbox is deleted only when every URL it was asked for had its change added."""
+
+    def __init__(self, pipeline: Pipeline, batch_urls: Callable[[], Iterable[str]] = tuple) -> None:
+        self._pipeline = pipeline
+        self._batch_urls = batch_urls
+        self._pages: list[PageFields] = []
+        self._asked: set[str] = set()  # URLs whose change may have been recorded under the outbox
+        self._added: set[str] = set()
+        self.outbox = ""
+
+    def outbox_for(self, url: str) -> str:
+        """The batch's outbox, opened now if this is its first change (before the change is recorded)."""
+        if not self.outbox:
+            urls = {url, *self._batch_urls()}
+            opened_us = to_micros(self._pipeline.clock())
+            digest = hashlib.sha256("\n".join(sorted(urls)).encode()).hexdigest()[:16]
+            name = outbox_name(opened_us, f"{digest}{next(_opened):x}")
+            self._pipeline.store.open_outbox(name, sorted(urls))
+            self.outbox = name
+        self._asked.add(url)
+        return self.outbox
+
+    def add(self, page: PageFields) -> None:
+        self._pages.append(page)
+        self._added.add(page.url)
+
+    def has(self, url: str) -> bool:
+        """Whether a change of ``url`` is among the marks to send."""
+        return url in self._added
+
+    def flush(self) -> None:
+        """Send the marks (the changed section, and the one a page left), then close the outbox."""
+        by_section: dict[str, list[PageMark]] = defaultdict(list)
+        for page in self._pages:
+            by_section[page.section].append(PageMark(page.url, page.key, page.rank, page.change or None))
+            if page.moved_from:
+                by_section[page.moved_from].append(PageMark(page.url, page.key, page.rank, None))
+        now_us = to_micros(self._pipeline.clock())
+        for section in sorted(by_section):
+            for message in mark_messages(section, now_us, by_section[section]):
+                self._pipeline.rebuild_queue.send(*message)
+        if self.outbox and self._asked <= self._added:
+            self._pipeline.store.close_outbox(self.outbox)
+        # else an event failed while recording its change: the outbox stays for its redelivery or the sweep
+        self.outbox = ""
+        self._pages.clear()
+        self._asked.clear()
+        self._added.clear()
+
+
+def requeue(pipeline: Pipeline, pages: Sequence[PageFields]) -> None:
+    """Queue the rebuilds recorded changes need (their sections, and those they left), in as few messages as
+    their sections allow. Their outbox is left to whoever opened it (the batch, or the sweep)."""
+    marks = MarkBatch(pipeline)
+    for page in pages:
+        marks.add(page)
+    marks.flush()
+
+
+def sweep_outboxes(pipeline: Pipeline) -> int:
+    """Send the marks of every outbox left open by a batch that is over, then close it; the pages sent."""
+    store = pipeline.store
+    before = opened_before(to_micros(pipeline.clock()) - OUTBOX_ABANDONED_S * 1_000_000)
+    sent = 0
+    for outbox, urls in store.outboxes(before):
+        pages = [page for url in urls if (page := store.get_page(url)) is not None and page.outbox == outbox]
+        requeue(pipeline, pages)
+        store.close_outbox(outbox)
+        sent += len(pages)
+    return sent
