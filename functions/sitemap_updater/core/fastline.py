@@ -179,10 +179,10 @@ class LineParser:
                 head = pack(key, 0, version, occurred[0], moment_us, 0, flags, len(url_bytes), len(body), 0)
             group = groups.get(section) or group_of(section)
             bucket = key[0] >> _BUCKET_SHIFT
-            group[0][bucket].append(head)
+            group[0][bucket] += head
             blobs = group[1][bucket]
-            blobs.append(url_bytes)
-            blobs.append(body)
+            blobs += url_bytes
+            blobs += body
         return number, rest
 
     def record(self, raw: bytes) -> Spilled | None:
@@ -192,8 +192,8 @@ class LineParser:
         if lines != 1 or rest:
             return None
         ((section, (heads, blobs)),) = spill.groups.items()
-        (head,) = [head for found in heads for head in found]
-        (blob,) = [b"".join(found) for found in blobs if found]
+        (head,) = [bytes(found) for found in heads if found]
+        (blob,) = [bytes(found) for found in blobs if found]
         return section, HEAD.unpack(head)[0], head, blob
 
     def _canonical(self, url: str) -> str | None:

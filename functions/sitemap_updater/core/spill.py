@@ -67,29 +67,35 @@ def spill_state(state: PageState) -> Spilled:
 
 @dataclass(slots=True)
 class SpillGroups:
-    """The states of one chunk of lines, by section and bucket, in the order they were added."""
+    """The states of one chunk of lines, by section and bucket, in the order they were added.
 
-    groups: dict[str, tuple[list[list[bytes]], list[list[bytes]]]] = field(default_factory=dict)
+    Each group's heads and data grow in a buffer of their own: a chunk keeps no object per state alive, so the
+    memory a line takes is reused by the next instead of growing the heap (and faulting in new pages)."""
 
-    def group(self, section: str) -> tuple[list[list[bytes]], list[list[bytes]]]:
-        """The heads and the data of a section's states, each as one list per bucket."""
+    groups: dict[str, tuple[list[bytearray], list[bytearray]]] = field(default_factory=dict)
+
+    def group(self, section: str) -> tuple[list[bytearray], list[bytearray]]:
+        """The heads and the data of a section's states, each as one buffer per bucket."""
         found = self.groups.get(section)
         if found is None:
-            found = self.groups[section] = ([[] for _ in range(BUCKETS)], [[] for _ in range(BUCKETS)])
+            found = self.groups[section] = (
+                [bytearray() for _ in range(BUCKETS)],
+                [bytearray() for _ in range(BUCKETS)],
+            )
         return found
 
     def add(self, section: str, key: int, head: bytes, data: bytes) -> None:
         heads, blobs = self.group(section)
-        heads[key >> SHIFT].append(head)
-        blobs[key >> SHIFT].append(data)
+        heads[key >> SHIFT] += head
+        blobs[key >> SHIFT] += data
 
-    def runs(self) -> Iterator[tuple[int, str, int, bytes, bytes]]:
+    def runs(self) -> Iterator[tuple[int, str, int, bytearray, bytearray]]:
         """``(bucket, section, count, heads, data)`` of every non-empty group, by bucket then section."""
         ordered = sorted(self.groups.items())
         for bucket in range(BUCKETS):
             for section, (heads, data) in ordered:
                 if heads[bucket]:
-                    yield bucket, section, len(heads[bucket]), b"".join(heads[bucket]), b"".join(data[bucket])
+                    yield bucket, section, len(heads[bucket]) // HEAD.size, heads[bucket], data[bucket]
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from sitemap_updater.core.spill import BUCKETS, HEAD, SHIFT, SpillGroups, reduce
 from sitemap_updater.core.urls import Site
 
 _CHUNK_BYTES = 4 << 20
+_TASK_STATES = 150_000  # states a reduce task takes at most (so a few tens of MB), unless that needs over 64 tasks
 _SITEMAP_FILE = "sitemap-*.xml.gz"
 _INDEX_FILE = "sitemap-index-*.xml"  # index files past the first (sitemap.xml), see core/render.py split_index
 _TEXT_FILE = "sitemap-*.txt"  # text sitemaps beside the sitemap files (text_sitemaps)
@@ -94,9 +95,9 @@ class _ChunkResult:
 
 @dataclass(frozen=True, slots=True)
 class _Part:
-    """One bucket's share of a section: where its entries start in the section's arrays and in the files."""
+    """One reduce task's share of a section: where its entries start in the section's arrays and in the files."""
 
-    bucket: int
+    buckets: tuple[int, int]  # the first and last bucket of the task's key range
     first: int  # index of its first entry in the section's arrays
     records: tuple[str, int, int]  # file, offset and length of its records (kept only where news may show)
     xml: tuple[str, int]  # file and offset of its entries' <url> elements, in order
@@ -178,15 +179,15 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
     return _ChunkResult(str(path), runs, lines, accepted, rejections, warnings, news_sections)
 
 
-def _reduce_bucket(
-    bucket: int,
+def _reduce_buckets(
     sources: list[tuple[str, list[tuple[str, int, int, int]]]],
     keep: set[str],
     spill_dir: str,
     keep_all: bool,
 ) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
-    """Keep the newest state per URL of one bucket (``core.spill``); write live records sorted by (section,
-    key, url) where kept, and each live entry's ``<url>`` element in the same order."""
+    """Keep the newest state per URL of a run of buckets (``core.spill``; ``sources``: each chunk's runs of
+    them, contiguous in its file); write live records sorted by (section, key, url) where kept, and each live
+    entry's ``<url>`` element in the same order."""
     heads: dict[str, list[bytes]] = defaultdict(list)
     blobs: dict[str, list[bytes]] = defaultdict(list)
     for path, runs in sources:
@@ -318,12 +319,10 @@ def build(
     out_dir.mkdir(parents=True, exist_ok=True)
     total = events.stat().st_size
     count = workers or os.cpu_count() or 1
-    # Small inputs are not worth starting processes for; one thread runs the same tasks in this process.
-    executor: Executor = (
-        ThreadPoolExecutor(max_workers=1)
-        if count == 1 or total < _CHUNK_BYTES
-        else ProcessPoolExecutor(max_workers=count)
-    )
+    if total < _CHUNK_BYTES:
+        count = 1  # small inputs are not worth starting processes for
+    # With one worker, one thread runs the same tasks in this process.
+    executor: Executor = ThreadPoolExecutor(max_workers=1) if count == 1 else ProcessPoolExecutor(max_workers=count)
     result = BuildResult()
     staging = Path(tempfile.mkdtemp(prefix=".sitemap-build-", dir=out_dir))
     try:
@@ -332,7 +331,7 @@ def build(
             reason = refusal(result.accepted, len(result.rejections), max_rejected_share)
             if reason is not None:
                 raise BuildRefused(reason, result)
-            sections = _reduce_all(executor, chunks, spill, all_records=text_sitemaps)
+            sections = _reduce_all(executor, chunks, spill, count, all_records=text_sitemaps)
             items = _render_all(executor, sections, spill, limits, as_of_us, staging, result, text_sitemaps)
         indexes = render_indexes(site.base_url, items, limits.max_files_per_index)
         for name, index in indexes.items():
@@ -401,28 +400,37 @@ def _parse_all(
     return chunks
 
 
+def _buckets_per_task(states: int, workers: int) -> int:
+    """Buckets per reduce task: about ``_TASK_STATES`` states each, at least one task per worker (a power of two)."""
+    per_task = BUCKETS
+    while per_task > 1 and (states * per_task > _TASK_STATES * BUCKETS or BUCKETS // per_task < workers):
+        per_task //= 2
+    return per_task
+
+
 def _reduce_all(
-    executor: Executor, chunks: list[_ChunkResult], spill: str, all_records: bool = False
+    executor: Executor, chunks: list[_ChunkResult], spill: str, workers: int, all_records: bool = False
 ) -> dict[str, _SectionRuns]:
-    """Phase 2: the newest state per URL, bucket by bucket; collect each section's sorted keys and sizes."""
+    """Phase 2: the newest state per URL, a run of buckets per task; collect each section's sorted keys and sizes."""
     news_sections = {name for chunk in chunks for name in chunk.news_sections}
+    per_task = _buckets_per_task(sum(chunk.accepted for chunk in chunks), workers)
+    tasks = [(first, first + per_task - 1) for first in range(0, BUCKETS, per_task)]
     futures = [
         executor.submit(
-            _reduce_bucket,
-            bucket,
-            [(c.path, c.bucket_runs[bucket]) for c in chunks],
+            _reduce_buckets,
+            [(c.path, [run for b in range(first, last + 1) for run in c.bucket_runs[b]]) for c in chunks],
             news_sections,
             spill,
             all_records,
         )
-        for bucket in range(BUCKETS)
+        for first, last in tasks
     ]
     sections: dict[str, _SectionRuns] = defaultdict(_SectionRuns)
-    for bucket, future in enumerate(futures):
+    for task, future in zip(tasks, futures, strict=True):
         live, deleted = future.result()
         for section, part in live.items():
             runs = sections[section]
-            runs.parts.append(_Part(bucket, len(runs.keys), part.records, part.xml))
+            runs.parts.append(_Part(task, len(runs.keys), part.records, part.xml))
             runs.keys.extend(part.keys)
             runs.sizes.extend(part.sizes)
             runs.lastmods.extend(part.lastmods)
@@ -457,7 +465,7 @@ def _render_all(
             name = key_range.file_name(section)
             items.append(IndexItem(name, range_lastmod(runs.keys, runs.lastmods, runs.deleted, key_range)))
             first, last = key_range.start >> SHIFT, (key_range.end - 1) >> SHIFT
-            sources = [p.records for p in runs.parts if first <= p.bucket <= last]
+            sources = [p.records for p in runs.parts if p.buckets[0] <= last and first <= p.buckets[1]]
             if text_sitemaps:
                 twin = text_twin(name)
                 futures.append(
