@@ -327,7 +327,7 @@ def build(
     staging = Path(tempfile.mkdtemp(prefix=".sitemap-build-", dir=out_dir))
     try:
         with tempfile.TemporaryDirectory(prefix="sitemap-build-") as spill, executor:
-            chunks = _parse_all(executor, events, site, spill, result, progress)
+            chunks = _parse_all(executor, events, site, spill, result, progress, count)
             reason = refusal(result.accepted, len(result.rejections), max_rejected_share)
             if reason is not None:
                 raise BuildRefused(reason, result)
@@ -373,10 +373,12 @@ def _parse_all(
     spill: str,
     result: BuildResult,
     progress: Callable[[int, int], None] | None,
+    workers: int,
 ) -> list[_ChunkResult]:
     """Phase 1: validate and render every line, in chunks; line numbers are made absolute here."""
     total = events.stat().st_size
-    ranges = list(_chunks(events, _CHUNK_BYTES))
+    # Chunks of _CHUNK_BYTES, or one per worker when that is less (so both cores finish a small export together).
+    ranges = list(_chunks(events, min(_CHUNK_BYTES, -(-total // workers))))
     futures = {
         executor.submit(_parse_chunk, str(events), start, end, site, spill, i): (i, end - start)
         for i, (start, end) in enumerate(ranges)
