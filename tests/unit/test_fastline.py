@@ -14,7 +14,7 @@ from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.reduce import state_from_event
-from sitemap_updater.core.spill import Spilled, spill_state
+from sitemap_updater.core.spill import Spilled, SpillGroups, spill_state
 from sitemap_updater.core.urls import Site
 
 SITE = Site.parse("https://www.example.com")
@@ -230,3 +230,125 @@ def test_no_bad_event_takes_the_fast_path(name: str) -> None:
     raw = (BAD_EVENTS / name).read_bytes()
     # When the fast path reads it, then it steps aside so the model path can word the error
     assert LineParser(SITE).record(raw) is None
+
+
+# JSON the msgspec reader and the models' reader (jiter) must take the same way, or leave to the model path: escapes,
+# duplicate keys, numbers written oddly, nulls where the common shape allows none, bytes that are not UTF-8.
+VALID_JSON = json.dumps(VALID, ensure_ascii=False)
+TRICKY_LINES = [
+    VALID_JSON.encode(),
+    json.dumps(VALID, ensure_ascii=True).encode(),  # every non-ASCII character as a \u escape
+    f" \t{VALID_JSON}\t ".encode(),
+    b"\xef\xbb\xbf" + VALID_JSON.encode(),  # a byte order mark: the models skip it, the fast path steps aside
+    VALID_JSON.replace('"type": "upsert"', '"type": "delete", "type": "upsert"').encode(),  # the last one counts
+    VALID_JSON.replace('"type": "upsert"', '"type": "upsert", "type": "delete"').encode(),
+    VALID_JSON.replace(
+        '"url": "https://www.example.com/blog/a"', '"url": "x", "url": "https://www.example.com/b"'
+    ).encode(),
+    VALID_JSON.replace('"ty', '"\\u0074y', 1).encode(),  # an escaped key
+    VALID_JSON.replace("/blog/a", "\\/blog\\/a").encode(),  # escaped slashes
+    VALID_JSON.replace("/blog/a", "/blog/\\u00fcber").encode(),
+    VALID_JSON.replace("/blog/a", "/blog/\\ud83d\\ude00").encode(),  # a surrogate pair
+    VALID_JSON.replace("/blog/a", "/blog/\\ud83d").encode(),  # a lone surrogate
+    VALID_JSON.replace('"title": "t"', '"title": "\\ud800"').encode(),
+    VALID_JSON.replace('"title": "t"', '"title": "a\\u0001b"').encode(),  # a control character, escaped
+    VALID_JSON.replace('"title": "t"', '"title": "A & <B> \\"C\\" \'D\'"').encode(),
+    VALID_JSON.replace('"caption": "c"', '"caption": null').encode(),
+    VALID_JSON.replace("/blog/a", "/blog/a\xff").encode("latin-1"),  # not UTF-8
+    VALID_JSON.replace('"version": 1', '"version": 1.0').encode(),
+    VALID_JSON.replace('"version": 1', '"version": 1e0').encode(),
+    VALID_JSON.replace('"version": 1', '"version": -0').encode(),
+    VALID_JSON.replace('"version": 1', '"version": 01').encode(),
+    VALID_JSON.replace('"version": 1', '"version": 1000000000000000000').encode(),
+    VALID_JSON.replace('"version": 1', '"version": 1000000000000000001').encode(),
+    VALID_JSON.replace('"version": 1', '"version": 99999999999999999999999').encode(),
+    VALID_JSON.replace('"version": 1', '"version": null').encode(),
+    VALID_JSON.replace('"priority": 0.5', '"priority": 1').encode(),
+    VALID_JSON.replace('"priority": 0.5', '"priority": 0').encode(),
+    VALID_JSON.replace('"priority": 0.5', '"priority": -0.0').encode(),
+    VALID_JSON.replace('"priority": 0.5', '"priority": 5e-1').encode(),
+    VALID_JSON.replace('"priority": 0.5', '"priority": 0.125').encode(),
+    VALID_JSON.replace('"priority": 0.5', '"priority": 0.995').encode(),
+    VALID_JSON.replace('"priority": 0.5', '"priority": 1e400').encode(),
+    VALID_JSON.replace('"priority": 0.5', '"priority": NaN').encode(),
+    VALID_JSON.replace('"priority": 0.5', '"priority": true').encode(),
+    VALID_JSON.replace('"lastmod": "2026-11-19"', '"lastmod": null').encode(),
+    VALID_JSON.replace('"changefreq": "daily"', '"changefreq": null').encode(),
+    VALID_JSON.replace('"section": "blog"', '"section": null').encode(),
+    VALID_JSON.replace('"section": "blog"', '"section": "' + "ü" * 100 + '"').encode(),
+    VALID_JSON.replace('"section": "blog"', '"section": "' + "ü" * 101 + '"').encode(),
+    VALID_JSON.replace('"section": "blog"', '"section": "\\ud83d\\ude00"').encode(),
+    VALID_JSON.replace('"images": [', '"images": null, "x": [').encode(),
+    VALID_JSON.replace('"images": [', '"videos": [], "images": [').encode(),
+    VALID_JSON.replace('"images": [', '"alternates": [], "images": [').encode(),
+    VALID_JSON.replace('"images": [', '"news": null, "images": [').encode(),
+    VALID_JSON.replace('"images": [', '"images": [{"loc": "https://cdn.example.com/1.jpg"}], "images2": [').encode(),
+    VALID_JSON[:-1].encode() + b', "images": []}',  # a later key replaces the images
+    VALID_JSON.encode() + b" x",
+    VALID_JSON.encode() + b"\x00",
+    b"[" + VALID_JSON.encode() + b"]",
+    b'{"detail-type": "x", "detail": ' + VALID_JSON.encode() + b"}",  # an EventBridge envelope
+    b"{}",
+    b"null",
+    b'"text"',
+    b"[" * 200 + b"]" * 200,
+    b'{"images": ' + b"[" * 200 + b"]" * 200 + b"}",
+]
+
+
+@pytest.mark.parametrize("raw", TRICKY_LINES, ids=range(len(TRICKY_LINES)))
+@pytest.mark.parametrize("site", SITES, ids=["default", "named", "every"])
+def test_tricky_json_takes_the_fast_path_only_as_the_model_path_reads_it(raw: bytes, site: Site) -> None:
+    # Given a line whose JSON the two readers could read differently
+    # When the fast path reads it
+    fast = LineParser(site).record(raw)
+    # Then it steps aside, or makes exactly what the model path makes (so a rejection keeps the model's words)
+    if fast is not None:
+        assert fast == model_record(raw, site)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.text(st.characters(codec="utf-8"), max_size=12),
+    field=st.sampled_from(["url", "section", "title", "caption", "loc"]),
+    ascii_only=st.booleans(),
+)
+def test_any_text_in_any_field_takes_the_fast_path_only_as_the_model_path_reads_it(
+    text: str, field: str, ascii_only: bool
+) -> None:
+    # Given a valid event with any text (controls, surrogates, entities, non-ASCII) put into one of its text fields
+    body: dict[str, Any] = json.loads(VALID_JSON)
+    if field == "url":
+        body["url"] = f"{BASE}/blog/{text}"
+    elif field == "section":
+        body["section"] = text
+    elif field == "loc":
+        body["images"][0]["loc"] = f"https://cdn.example.com/{text}"
+    else:
+        body["images"][0][field] = text
+    raw = json.dumps(body, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    # When the fast path reads it, then it steps aside or agrees with the model path
+    fast = LineParser(SITE).record(raw)
+    if fast is not None:
+        assert fast == model_record(raw, SITE)
+
+
+def test_parse_numbers_every_line_and_leaves_the_others_with_their_numbers() -> None:
+    # Given lines split as the build splits them (\n, \r\n and a lone \r all end a line), blank ones included
+    good = json.dumps(VALID).encode()
+    data = b"\r\n".join([good, b"", b"not json", good]) + b"\r" + good + b"\n\n" + json.dumps(VALID | {"x": 1}).encode()
+    spill = SpillGroups()
+    # When the fast path parses the chunk
+    lines, rest = LineParser(SITE).parse(data, spill)
+    # Then every line is counted, the blank and undecided ones are left with their numbers
+    assert lines == 7
+    assert rest == [(2, b""), (3, b"not json"), (6, b""), (7, json.dumps(VALID | {"x": 1}).encode())]
+    # and each decided line's state is spilled once, as record() makes it
+    (head, blob) = (
+        b"".join(bytes(h) for h in spill.groups["blog"][0]),
+        b"".join(bytes(b) for b in spill.groups["blog"][1]),
+    )
+    one = LineParser(SITE).record(good)
+    assert one is not None
+    assert head == one[2] * 3
+    assert blob == one[3] * 3
