@@ -116,7 +116,7 @@ class FakeDynamoClient:
             left = self._store._sched.faults.unprocessed(self._store._sched.faults_on(), len(requests))
             for request in requests[: len(requests) - left]:
                 item = request["PutRequest"]["Item"]
-                sent = SentRecord(int(item["quiet_until"]["N"]), item["digest"]["S"])
+                sent = SentRecord(int(item["quiet_until"]["N"]), item["digest"]["S"], item.get("rank", {}).get("S", ""))
                 self._store.sent[(item["pk"]["S"], item["sk"]["S"])] = (int(item["expires_at"]["N"]), sent)
             return {"UnprocessedItems": {table: requests[len(requests) - left :]} if left else {}}
 
@@ -134,7 +134,8 @@ class FakeDynamoClient:
                 if found is not None:
                     expires, sent = found
                     numbers = {"expires_at": {"N": str(expires)}, "quiet_until": {"N": str(sent.quiet_until_s)}}
-                    items.append({**key, **numbers, "digest": {"S": sent.digest}})
+                    rank = {"rank": {"S": sent.rank}} if sent.rank else {}
+                    items.append({**key, **numbers, "digest": {"S": sent.digest}, **rank})
             unprocessed = {table: {**request, "Keys": keys[len(keys) - left :]}} if left else {}
             return {"Responses": {table: items}, "UnprocessedKeys": unprocessed}
 

@@ -67,8 +67,15 @@ class FakeStore:
     def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
         return self.aws.sent_records(urls, channel, now_s)
 
-    def mark_sent(self, digests: dict[str, str], channel: str, quiet_until_s: int, expires_at_s: int) -> None:
-        self.aws.mark_sent(digests, channel, quiet_until_s, expires_at_s)
+    def mark_sent(
+        self,
+        digests: dict[str, str],
+        channel: str,
+        quiet_until_s: int,
+        expires_at_s: int,
+        ranks: dict[str, str] | None = None,
+    ) -> None:
+        self.aws.mark_sent(digests, channel, quiet_until_s, expires_at_s, ranks)
 
     def _call(self, name: str, call: Callable[[], Any]) -> Any:
         return self._sched.point(f"dynamodb.{name}", call)

@@ -79,3 +79,25 @@ def test_held_changes_are_kept_until_the_latest_window_they_wait_for_has_ended()
     assert result.held == [URL, other]
     expiries = {expires for (_channel, _url), (expires, _change) in stack.store.held_items.items()}
     assert len(expiries) == 1 and expiries.pop() >= int(NOW.timestamp()) + 100 + WINDOW_S
+
+
+def _ranked(digest: str, rank: str, change: str = "updated") -> dict[str, Any]:
+    return {"changed": {URL: change}, "digests": {URL: digest}, "ranks": {URL: rank}}
+
+
+def test_a_change_record_older_than_what_was_announced_announces_nothing() -> None:
+    # Given the page's removal announced (rank 7), after its addition (rank 5) was announced
+    stack = Stack()
+    pipeline = replace_settings(stack, indexnow_key="0123456789abcdef", indexnow_window_seconds=0)
+    engine = Engine()
+    assert _run(pipeline, engine, NOW, _ranked("d5", "5", "added")).sent
+    assert _run(pipeline, engine, NOW + timedelta(seconds=1), _ranked("", "7", "removed")).sent
+    # When the addition's record comes again (a notify batch that died, redelivered split in other batches)
+    result = _run(pipeline, engine, NOW + timedelta(seconds=2), _ranked("d5", "5", "added"))
+    # Then nothing is announced: a crawler is not told again of a page that is gone
+    assert result.sent == [] and result.already_sent == [URL] and len(engine.requests) == 2
+    # And within one batch the newer record wins whatever the order the records came in
+    result = _run(pipeline, engine, NOW + timedelta(seconds=3), _ranked("", "7", "removed"), _ranked("d5", "5"))
+    assert result.sent == [] and len(engine.requests) == 2
+    # While a newer state (rank 9, the page back) is announced
+    assert _run(pipeline, engine, NOW + timedelta(seconds=4), _ranked("d9", "9", "added")).sent

@@ -370,16 +370,26 @@ class ManifestStore:
         for item in self._batch_get([{"pk": _s(pk), "sk": _s(channel)} for pk in by_pk]):
             if int(item["expires_at"]["N"]) > now_s:
                 found[by_pk[item["pk"]["S"]]] = SentRecord(
-                    int(item.get("quiet_until", item["expires_at"])["N"]), item.get("digest", {}).get("S", "?")
+                    int(item.get("quiet_until", item["expires_at"])["N"]),
+                    item.get("digest", {}).get("S", "?"),
+                    item.get("rank", {}).get("S", ""),
                 )
         return found
 
-    def mark_sent(self, digests: dict[str, str], channel: str, quiet_until_s: int, expires_at_s: int) -> None:
-        """Remember which content of each URL ``channel`` accepted, and until when not to send it again;
-        ``expires_at_s`` is also the table's TTL attribute."""
+    def mark_sent(
+        self,
+        digests: dict[str, str],
+        channel: str,
+        quiet_until_s: int,
+        expires_at_s: int,
+        ranks: dict[str, str] | None = None,
+    ) -> None:
+        """Remember which content of each URL ``channel`` accepted (its digest, and the rank of the page state that
+        showed it), and until when not to send it again; ``expires_at_s`` is also the table's TTL attribute."""
+        ranks = ranks or {}
         items = [
             {"pk": _s(sent_pk(url)), "sk": _s(channel), "digest": _s(digest), "quiet_until": _n(quiet_until_s),
-             "expires_at": _n(expires_at_s)}
+             "expires_at": _n(expires_at_s), **({"rank": _s(ranks[url])} if ranks.get(url) else {})}
             for url, digest in sorted(digests.items())
         ]  # fmt: skip
         self._batch_write(items)
@@ -457,7 +467,9 @@ class ManifestStore:
         for page in pages:
             for item in page.get("Items", []):
                 if int(item["expires_at"]["N"]) > now_s:
-                    found[item["url"]["S"]] = SentRecord(int(item["quiet_until"]["N"]), item["digest"]["S"])
+                    found[item["url"]["S"]] = SentRecord(
+                        int(item["quiet_until"]["N"]), item["digest"]["S"], item.get("rank", {}).get("S", "")
+                    )
         return found
 
     def hold(self, changes: dict[str, SentRecord], channel: str, expires_at_s: int) -> None:
@@ -466,7 +478,8 @@ class ManifestStore:
             [
                 {"PutRequest": {"Item": {
                     **self._held_key(url, channel), "url": _s(url), "digest": _s(change.digest),
-                    "quiet_until": _n(change.quiet_until_s), "expires_at": _n(expires_at_s)}}}
+                    "quiet_until": _n(change.quiet_until_s), "expires_at": _n(expires_at_s),
+                    **({"rank": _s(change.rank)} if change.rank else {})}}}
                 for url, change in sorted(changes.items())
             ]
         )  # fmt: skip

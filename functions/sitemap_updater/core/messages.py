@@ -126,6 +126,7 @@ class ChangeRecords:
     removed), the last record's in FIFO order, and whether an index was published."""
 
     digests: dict[str, str] = field(default_factory=dict)
+    ranks: dict[str, str] = field(default_factory=dict)  # of the page state behind each digest ("": not known)
     indexes: set[str] = field(default_factory=set)  # index files published (sitemap.xml, sitemap-index-<n>.xml)
     changes: list[FeedChange] = field(default_factory=list)  # every change in FIFO order, for the feed
 
@@ -137,12 +138,15 @@ def change_record(
     digests: dict[str, str],
     files: list[str],
     lastmods: dict[str, int],
+    ranks: dict[str, str],
 ) -> Message:
     """What a section rebuild published: the changed URLs (``added``, ``updated``, ``removed``), their entries'
-    digests, the files written and the lastmod each page shows now (microseconds; when it was published for a page
-    without one). One group: notifier runs never overlap."""
+    digests, the files written, the lastmod each page shows now (microseconds; when it was published for a page
+    without one) and the rank of the page state each shows (so an older record, redelivered after a newer one was
+    announced, is known to be older). One group: notifier runs never overlap."""
     body = {"section": section, "seq": seq, "changed": changed, "digests": digests, "files": files}
     body["lastmods"] = lastmods
+    body["ranks"] = ranks
     return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
 
 
@@ -153,12 +157,17 @@ def index_change_record(generation: int, sha256: str, names: list[str]) -> Messa
 
 
 def read_change_records(bodies: Sequence[Mapping[str, Any]]) -> ChangeRecords:
-    """Change records in FIFO order; any other body (the scheduled wake-up) says nothing."""
+    """Change records in FIFO order; any other body (the scheduled wake-up) says nothing. Of several records of a
+    URL the one of the highest rank wins (the last, when ranks are equal or unknown)."""
     records = ChangeRecords()
     for body in bodies:
-        digests, lastmods = body.get("digests", {}), body.get("lastmods", {})
+        digests, lastmods, ranks = body.get("digests", {}), body.get("lastmods", {}), body.get("ranks", {})
         for url, change in body.get("changed", {}).items():
+            rank = str(ranks.get(url, ""))
+            if rank and rank < records.ranks.get(url, ""):
+                continue  # an older state than one this batch already holds (a redelivery split differently)
             records.digests[url] = str(digests.get(url, UNKNOWN_DIGEST))
+            records.ranks[url] = rank
             updated = int(lastmods.get(url, 0))
             records.changes.append(FeedChange(url, str(change), str(body.get("section", "")), updated))
         if "index" in body:  # a record of an earlier version names no files: it was sitemap.xml

@@ -32,10 +32,12 @@ class PageRecord(PageFields):
 
 @dataclass(frozen=True, slots=True)
 class SentRecord:
-    """What a search engine last accepted for a URL: until when to stay quiet, and the entry's digest."""
+    """What a search engine last accepted for a URL: until when to stay quiet, the entry's digest, and the rank of
+    the page state it showed ("" when not known: recorded by an older version)."""
 
     quiet_until_s: int
     digest: str
+    rank: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,7 +114,7 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
     now_s = to_micros(pipeline.clock()) // 1_000_000
     deadline = notifiers.deadline()
     if settings.indexnow_key:
-        _indexnow(digests, pipeline, notifiers, now_s, result, deadline)
+        _indexnow(digests, read.ranks, pipeline, notifiers, now_s, result, deadline)
     if settings.feed_entries and read.changes:
         result.feed_written = update_feed(pipeline, read.changes)
     if notifiers.search_console is not None:
@@ -129,38 +129,51 @@ class IndexNowPlan:
     held earlier and announced since); ``release`` lists the held changes to forget once the sends are recorded."""
 
     send: dict[str, str] = field(default_factory=dict)
+    ranks: dict[str, str] = field(default_factory=dict)  # of what is sent
     hold: dict[str, SentRecord] = field(default_factory=dict)
     done: list[str] = field(default_factory=list)
     release: list[str] = field(default_factory=list)
 
 
 def plan_indexnow(
-    digests: dict[str, str], held: dict[str, SentRecord], sent: dict[str, SentRecord], now_s: int
+    digests: dict[str, str],
+    held: dict[str, SentRecord],
+    sent: dict[str, SentRecord],
+    now_s: int,
+    ranks: dict[str, str] | None = None,
 ) -> IndexNowPlan:
     """Decide per URL. ``digests`` are the changes of this batch (newer than anything held), ``held`` the changes
     waiting out a window and ``sent`` what IndexNow last accepted. A URL is announced once per content and at most
-    once per window: a change inside the window is held until the window ends, never dropped."""
+    once per window: a change inside the window is held until the window ends, never dropped. ``ranks`` are those
+    of the page states behind ``digests``: a change older than what was announced already is not announced (a
+    change record redelivered after a newer one was)."""
+    ranks = ranks or {}
     plan = IndexNowPlan()
     due = {url: h for url, h in held.items() if h.quiet_until_s <= now_s and url not in digests}
     for url in sorted({**due, **digests}):
         digest = digests[url] if url in digests else due[url].digest
+        rank = ranks.get(url, "") if url in digests else due[url].rank
         last = sent.get(url)
         if url in held:
             plan.release.append(url)  # replaced below when it must wait again
         if last is not None and digest != UNKNOWN_DIGEST and last.digest == digest:
             plan.done.append(url)  # this content was announced already (a redelivery, or a second record)
+        elif last is not None and rank and last.rank and rank < last.rank:
+            plan.done.append(url)  # a newer state of the page was announced already
         elif url in due and last is not None and last.quiet_until_s > due[url].quiet_until_s:
             plan.done.append(url)  # announced after it was held, by a newer change that replaced it
         elif last is not None and last.quiet_until_s > now_s:
-            plan.hold[url] = SentRecord(last.quiet_until_s, digest)
+            plan.hold[url] = SentRecord(last.quiet_until_s, digest, rank)
         else:
             plan.send[url] = digest
+            plan.ranks[url] = rank
     plan.release = [url for url in plan.release if url not in plan.hold]
     return plan
 
 
 def _indexnow(
     digests: dict[str, str],
+    ranks: dict[str, str],
     pipeline: Pipeline,
     notifiers: Notifiers,
     now_s: int,
@@ -177,13 +190,14 @@ def _indexnow(
     due = [url for url, h in held.items() if h.quiet_until_s <= now_s]
     if not digests and not due:
         return
-    plan = plan_indexnow(digests, held, store.sent_records(sorted({*digests, *due}), INDEXNOW, now_s), now_s)
+    sent = store.sent_records(sorted({*digests, *due}), INDEXNOW, now_s)
+    plan = plan_indexnow(digests, held, sent, now_s, ranks)
     result.already_sent, result.held = sorted(plan.done), sorted(plan.hold)
     if plan.hold:
         store.hold(plan.hold, INDEXNOW, max(h.quiet_until_s for h in plan.hold.values()) + SENT_RETENTION_S)
     fresh = sorted(plan.send)
     if fresh:
-        _post_indexnow(fresh, plan.send, pipeline, notifiers, now_s, result, deadline)
+        _post_indexnow(fresh, plan.send, plan.ranks, pipeline, notifiers, now_s, result, deadline)
     if plan.release:
         store.release(plan.release, INDEXNOW)
 
@@ -191,6 +205,7 @@ def _indexnow(
 def _post_indexnow(
     fresh: list[str],
     digests: dict[str, str],
+    ranks: dict[str, str],
     pipeline: Pipeline,
     notifiers: Notifiers,
     now_s: int,
@@ -206,14 +221,18 @@ def _post_indexnow(
         chunk = fresh[start : start + MAX_URLS_PER_REQUEST]
         body = {"host": host, "key": key, "keyLocation": f"{pipeline.site.base_url}/{key}.txt", "urlList": chunk}
         if settings.notify_dry_run:
-            pipeline.store.mark_sent({u: digests[u] for u in chunk}, INDEXNOW, quiet, quiet + SENT_RETENTION_S)
+            pipeline.store.mark_sent(
+                {u: digests[u] for u in chunk}, INDEXNOW, quiet, quiet + SENT_RETENTION_S, {u: ranks[u] for u in chunk}
+            )
             result.sent.append(Notification(settings.indexnow_endpoint, None, chunk))
             continue
         post = partial(notifiers.http.request, "POST", settings.indexnow_endpoint, body)
         response, attempts = _send(notifiers, post, deadline)
         notification = Notification(settings.indexnow_endpoint, response.status, chunk, attempts, response.body)
         if response.status in ACCEPTED:
-            pipeline.store.mark_sent({u: digests[u] for u in chunk}, INDEXNOW, quiet, quiet + SENT_RETENTION_S)
+            pipeline.store.mark_sent(
+                {u: digests[u] for u in chunk}, INDEXNOW, quiet, quiet + SENT_RETENTION_S, {u: ranks[u] for u in chunk}
+            )
             result.sent.append(notification)
         elif response.status == 429 or response.status >= 500:
             raise NotifyRetry(f"IndexNow answered {response.status} {attempts} times; will retry")

@@ -37,6 +37,7 @@ class SectionRebuild:
     changed_urls: dict[str, str] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # of the entries now shown; "" when removed
     lastmods: dict[str, int] = field(default_factory=dict)  # what each page shown now has (or its publish moment)
+    ranks: dict[str, str] = field(default_factory=dict)  # of the page state each changed URL's entry shows now
     entries_read: int = 0
     snapshots_read: int = 0
     latencies_s: list[float] = field(default_factory=list)  # from a change's record to its publish, per URL
@@ -290,12 +291,14 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     marked = {m.url for m in marks if m.url is not None and m.change is not None}
     shown = {s.url: s for states in data.loaded.values() for s in states if s.url in marked}
     result.changed_urls = _changed_urls(marks, shown)
+    result.ranks = {url: shown[url].rank for url in result.changed_urls}
     for url in sorted(marked - set(shown)):
         # No longer in this section: it moved, or its tombstone did (a delete naming another section), in which
         # case the mark that said "removed" may be this one.
         page = store.get_page(url)
         if page is not None and page.kind == "deleted":
             result.changed_urls[url] = "removed"
+            result.ranks[url] = page.rank
     result.digests = {url: _shown_digest(shown[url], as_of) if url in shown else "" for url in result.changed_urls}
     result.lastmods = {
         url: entry.lastmod_us or as_of
@@ -309,7 +312,9 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
                 first_at[mark.url] = min(first_at.get(mark.url, mark.at_us), mark.at_us)
         result.latencies_s = [max(0.0, (as_of - at) / 1e6) for _, at in sorted(first_at.items())]
     if result.changed_urls:
-        message = change_record(section, seq, result.changed_urls, result.digests, result.put, result.lastmods)
+        message = change_record(
+            section, seq, result.changed_urls, result.digests, result.put, result.lastmods, result.ranks
+        )
         pipeline.notify_queue.send(*message)
     for published in fresh:
         store.put_file(published)  # after the bytes exist: the index only ever names published files
