@@ -6,8 +6,6 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, unquote, urlsplit
 
-import idna
-
 from sitemap_updater.core.text import forbidden_character
 
 MAX_URL_LENGTH = 2047  # sitemaps.org: "less than 2,048 characters"
@@ -44,6 +42,8 @@ def normalise_host(host: str) -> str:
         host = host.lower()
         if "xn--" not in host:
             return host
+    import idna  # only for internationalised hosts: most never need its tables
+
     try:
         return idna.encode(host, uts46=True).decode("ascii")
     except UnicodeError as exc:  # idna.IDNAError and its subclasses
