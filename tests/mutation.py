@@ -68,6 +68,12 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_fastline.py",
         "tests/unit/test_limits.py",
     ],
+    "core/spill.py": [
+        "tests/unit/test_spill.py",
+        "tests/unit/test_mut_build.py",
+        "tests/integration/test_build_cli.py",
+    ],
+    "core/event_rules.py": [_EDGES, "tests/unit/test_events.py", "tests/unit/test_fastline.py", *_CORE_TESTS],
     "service/ingest.py": ["tests/unit/test_mut_recovery.py", "tests/unit/test_recovery.py"],
     "service/rebuild.py": [
         "tests/unit/test_mut_recovery.py",
