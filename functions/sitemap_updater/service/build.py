@@ -188,15 +188,15 @@ def _reduce_buckets(
     """Keep the newest state per URL of a run of buckets (``core.spill``; ``sources``: each chunk's runs of
     them, contiguous in its file); write live records sorted by (section, key, url) where kept, and each live
     entry's ``<url>`` element in the same order."""
-    heads: dict[str, list[bytes]] = defaultdict(list)
-    blobs: dict[str, list[bytes]] = defaultdict(list)
+    heads: dict[str, list[memoryview]] = defaultdict(list)  # views into what was read: joined once, per section
+    blobs: dict[str, list[memoryview]] = defaultdict(list)
     for path, runs in sources:
         if not runs:
             continue
         first = runs[0][2]
         with Path(path).open("rb") as handle:
             handle.seek(first)
-            data = handle.read(runs[-1][2] + runs[-1][3] - first)
+            data = memoryview(handle.read(runs[-1][2] + runs[-1][3] - first))
         for section, count, offset, size in runs:
             at = offset - first
             split = at + count * HEAD.size
