@@ -221,7 +221,7 @@ FINDINGS = [
     "X-Ray SDK's import alone cost about 240 ms; `Tracing: Active` still records each invocation), and the "
     "clients come from a plain botocore session (no boto3 or s3transfer).",
     "- **Cost**: see the incremental section: no CloudFront invalidations, reads proportional to the change, "
-    "index rebuilds coalesced; $33 per million events at one event per second, $11 at 50 a second.",
+    "index rebuilds coalesced; $31 per million events at one event per second, $8 at 50 a second.",
 ]
 
 
