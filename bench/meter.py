@@ -376,3 +376,16 @@ class Meter:
             self.charged("sqs:SendMessage", lambda: add(body, attributes, *args, **kw), lambda: charge)
 
         state.add = counted  # type: ignore[method-assign]
+        defer = state.defer
+
+        batches: set[float] = set()
+
+        def deferred(receipt: str, until: float) -> bool:  # one entry of a ChangeMessageVisibilityBatch
+            def charge(u: Usage, _r: Any) -> None:
+                if until not in batches:  # the entries of one call share their moment: one request each
+                    batches.add(until)
+                    u.sqs[kind] += 1
+
+            return bool(self.charged("sqs:ChangeMessageVisibility", lambda: defer(receipt, until), lambda: charge))
+
+        state.defer = deferred  # type: ignore[method-assign]

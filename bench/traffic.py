@@ -116,12 +116,14 @@ class Http:
 
 
 def _record(message_id: str, body: str, sent_s: float, arn: str, message: Message | None = None) -> dict[str, Any]:
-    attributes = {"ApproximateReceiveCount": "1", "SentTimestamp": str(int(sent_s * 1000)), "SenderId": ACCOUNT,
+    count = message.receive_count if message is not None else 1
+    attributes = {"ApproximateReceiveCount": str(count), "SentTimestamp": str(int(sent_s * 1000)), "SenderId": ACCOUNT,
                   "ApproximateFirstReceiveTimestamp": str(int(sent_s * 1000))}  # fmt: skip
     if message is not None and message.group is not None:
         attributes |= {"MessageGroupId": message.group, "MessageDeduplicationId": message.id,
                        "SequenceNumber": str(message.number)}  # fmt: skip
-    return {"messageId": message_id, "receiptHandle": f"{message_id}#1", "body": body, "attributes": attributes,
+    receipt = message.receipt if message is not None else f"{message_id}#1"
+    return {"messageId": message_id, "receiptHandle": receipt, "body": body, "attributes": attributes,
             "messageAttributes": {}, "md5OfBody": "0" * 32, "eventSource": "aws:sqs", "eventSourceARN": arn,
             "awsRegion": "us-east-1"}  # fmt: skip
 
@@ -150,8 +152,12 @@ class Driver:
         """The queues event sources poll: name -> standard/fifo."""
         return {f.queue.name: "fifo" if f.queue.fifo else "standard" for f in self.functions.values() if f.queue}
 
-    def _invoke(self, function: Function, event: dict[str, Any], at: float) -> float:
-        """One invocation at virtual time ``at``; returns when it ends. What it sends leaves then."""
+    def _invoke(
+        self, function: Function, event: dict[str, Any], at: float, messages: list[Message] | None = None
+    ) -> tuple[float, set[str]]:
+        """One invocation at virtual time ``at``; returns when it ends and the messages it reported failed. What it
+        sends leaves then. Only messages it gave back to the queue for a while (a burst's rebuild waiting for the
+        rest of it) may fail."""
         self.sim.clock.now = at
         queues = list(self.sim.queues.values())
         before = [q.counter for q in queues]
@@ -159,13 +165,16 @@ class Driver:
         result, seconds = self.meter.invoke(
             function.name, lambda: function.handler(event, context), cpu_scale(function.memory_mb)
         )
-        if isinstance(result, dict) and result.get("batchItemFailures"):
+        failed = (
+            {f["itemIdentifier"] for f in result.get("batchItemFailures", [])} if isinstance(result, dict) else set()
+        )
+        if any(m.deferred_until is None for m in messages or [] if m.id in failed) or len(failed) > len(messages or []):
             raise RuntimeError(f"{function.name} failed: {result}")
         for queue, counter in zip(queues, before, strict=True):
             for message in (m for m in queue.messages if m.number > counter):
                 message.available_at += seconds
                 message.sent_at += seconds
-        return at + seconds
+        return at + seconds, failed
 
     def hourly(self) -> dict[str, Usage]:
         """One run of each scheduled function (the sweep finds nothing pending after a drained scenario; the
@@ -188,16 +197,16 @@ class Driver:
         cms.sqs["standard"] += sum(_chunks(len(body.encode())) for body in bodies)
         batches = self._batches(arrivals)
         arn = f"arn:aws:sqs:us-east-1:{ACCOUNT}:{self.ingest.queue.name if self.ingest.queue else ''}"
-        running: list[tuple[float, int, str, list[Message]]] = []
+        running: list[tuple[float, int, str, list[Message], set[str]]] = []
         puts: dict[str, list[float]] = {}
         put_bytes, now, done, serial = 0, start, 0, 0
         while True:
             while running and running[0][0] <= now:
-                end, _, name, messages = heapq.heappop(running)
+                end, _, name, messages, failed = heapq.heappop(running)
                 queue = self.functions[name].queue
                 assert queue is not None
                 for message in messages:
-                    queue.settle(message, True, end)
+                    queue.settle(message, message.id not in failed, end)  # a failed one was deferred: it comes back
             while done < len(batches) and batches[done][0] <= now:
                 close, first, last = batches[done]
                 records = [_record(f"event-{i}", bodies[i], arrivals[i], arn) for i in range(first, last)]
@@ -212,9 +221,9 @@ class Driver:
                     size = sum(len(m.body.encode()) for m in messages)
                     usage = self.meter.usage.setdefault(function.name, Usage())
                     usage.sqs["fifo"] += _chunks(size) + math.ceil(len(messages) / 10)  # receive, delete batch
-                    end = self._invoke(function, {"Records": records}, now)
+                    end, failed = self._invoke(function, {"Records": records}, now, messages)
                     serial += 1
-                    heapq.heappush(running, (end, serial, function.name, messages))
+                    heapq.heappush(running, (end, serial, function.name, messages, failed))
             for name, size, at in self.meter.take_puts(now):
                 puts.setdefault(name, []).append(at)
                 put_bytes += size

@@ -32,6 +32,8 @@ _ENV = {
     "notify_dlq_url": "NOTIFY_DLQ_URL",
     "notify_max_receive_count": "NOTIFY_MAX_RECEIVE_COUNT",
     "cdn_max_age_seconds": "CDN_MAX_AGE_SECONDS",
+    "rebuild_settle_seconds": "REBUILD_SETTLE_SECONDS",
+    "rebuild_settle_pages": "REBUILD_SETTLE_PAGES",
     "retired_file_grace_seconds": "RETIRED_FILE_GRACE_SECONDS",
     "indexnow_key": "INDEXNOW_KEY",
     "indexnow_endpoint": "INDEXNOW_ENDPOINT",
@@ -98,6 +100,11 @@ class Settings(BaseModel):
     # the index no longer names is kept, so that an index a CDN or crawler still holds never names a missing file.
     cdn_max_age_seconds: Annotated[int, Field(ge=0, le=3600)] = 0
     retired_file_grace_seconds: Annotated[int, Field(ge=0, le=7 * 86_400)] = 0
+    # A burst: a section whose first rebuild request names at least ``rebuild_settle_pages`` changed pages waits
+    # until its oldest change is ``rebuild_settle_seconds`` old, so the rest of the burst joins the same rebuild
+    # (each file written once). 0 seconds: never wait (local runs, tests).
+    rebuild_settle_seconds: Annotated[int, Field(ge=0, le=60)] = 0
+    rebuild_settle_pages: Annotated[int, Field(ge=1)] = 10
     # Notifications. IndexNow is off without a key; Search Console is off without a secret.
     indexnow_key: Annotated[str, Field(pattern=r"^([a-zA-Z0-9-]{8,128})?$")] = ""
     indexnow_endpoint: Annotated[str, Field(pattern=r"^https?://")] = INDEXNOW_ENDPOINT

@@ -111,6 +111,8 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
     # Index files of at most 2 sitemap files: the site gets further index files (written, then deleted)
     # and the recent-changes feed on
     parameters = {"WebhookSecretArn": secret["ARN"], "MaxFilesPerIndex": "2", "RecentChangesFeed": "20"}
+    # and every section's first rebuild request waits for the rest of a burst (given back to the queue once)
+    parameters |= {"RebuildSettleSeconds": "5", "RebuildSettlePages": "1"}
     with LocalRun(
         BASE,
         2,
@@ -196,7 +198,9 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
             run.send_wave(bodies([changed, moved]))
         for dlq in ("RebuildDeadLetterQueue", "IndexDeadLetterQueue", "NotifyDeadLetterQueue"):
             reasons = _dead_letter_reasons(run, dlq)
-            assert reasons and all("failed on all 5 receives" in r and "OSError: persistent" in r for r in reasons)
+            receives = 6 if dlq == "RebuildDeadLetterQueue" else 5  # a rebuild request may wait for a burst once
+            assert reasons and all(f"failed on all {receives} receives" in r and "OSError: persistent" in r
+                                   for r in reasons)  # fmt: skip
         left = (f"{BASE}/blog/p0", f"{BASE}/blog/p4", f"{BASE}/news/today")
         gone = [event(url, type="delete", version=9) for url in left]
         last = run.send_wave(bodies(gone))

@@ -372,6 +372,7 @@ class Message:
     receive_count: int = 0
     received_at: float = 0.0
     receipt: str = ""
+    deferred_until: float | None = None  # ChangeMessageVisibility while in flight
 
 
 @dataclass
@@ -438,9 +439,18 @@ class SimQueueState:
         """After the invocation: delete, or leave invisible until the visibility timeout expires."""
         self.in_flight.pop(message.receipt, None)
         if not delete:
-            message.available_at = max(now, message.received_at + self.visibility)
+            until = message.received_at + self.visibility if message.deferred_until is None else message.deferred_until
+            message.available_at, message.deferred_until = max(now, until), None
             self.messages.append(message)
             self.messages.sort(key=lambda m: m.number)  # a FIFO message goes back to the head of its group
+
+    def defer(self, receipt: str, until: float) -> bool:
+        """ChangeMessageVisibility of an in-flight message; False for a receipt no longer in flight."""
+        message = self.in_flight.get(receipt)
+        if message is None:
+            return False
+        message.deferred_until = until
+        return True
 
     def depth(self) -> int:
         return len(self.messages) + len(self.in_flight)
@@ -466,6 +476,14 @@ class SimQueue:
 
     def send_raw(self, body: str, attributes: dict[str, str]) -> None:
         self.send_raw_grouped(body, attributes, None, None)
+
+    def defer(self, receipts: list[str], seconds: int) -> None:
+        def change() -> None:
+            refused = [r for r in receipts if not self.state.defer(r, self._clock.now + seconds)]
+            if refused:
+                raise RuntimeError(f"SQS did not defer {len(refused)} messages: ReceiptHandleIsInvalid")
+
+        self._sched.point("sqs.change_message_visibility_batch", change)
 
     def send_raw_grouped(self, body: str, attributes: dict[str, str], group: str | None, dedup: str | None) -> None:
         if self.fifo and (group is None or dedup is None):

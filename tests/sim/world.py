@@ -207,6 +207,9 @@ class Simulation:
         params.update(MaxFilesPerIndex=str(self.max_files_per_index))
         params.update(TextSitemaps="true" if self.config.seed % 5 == 2 else "false")  # a fifth of the sequences
         params.update(RecentChangesFeed="5" if self.config.seed % 7 == 3 else "0")  # a seventh: a feed of 5 pages
+        # A third: any two changed pages make a section's rebuild wait for the rest of a burst (the template's
+        # RebuildSettleSeconds, given back to the queue once), which a sequence's few events otherwise rarely do.
+        params.update(RebuildSettlePages="2" if self.config.seed % 3 == 1 else params["RebuildSettlePages"])
         variables = template["Globals"]["Function"]["Environment"]["Variables"]
         env = {key: _resolve(value, params, physical) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
@@ -455,8 +458,10 @@ class Simulation:
                 self._drift_found = self._drift_found or bool(found)
                 queued += int(task.result.get("requeued", 0)) + int(task.result.get("news_expired", 0))
                 queued += int(task.result.get("missing", 0)) + int(task.result.get("changed", 0))
-            else:
+            elif faults:
                 queued += 1  # it died: run it again
+            else:  # nothing was injected: a scheduled function that dies on its own would die every hour
+                self.result.violations.append(f"t={self.clock.now:.2f}: {function.name} failed without a fault")
         return queued
 
     def _record(self, message: Message, function: _Function) -> dict[str, Any]:

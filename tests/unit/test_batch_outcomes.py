@@ -5,6 +5,7 @@ On the in-memory stack of ``test_recovery``, with the dead-letter queues behind 
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import replace
 from typing import Any
 
@@ -13,10 +14,13 @@ import pytest
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service import batches
 from sitemap_updater.service.batches import index_batch, notify_batch, rebuild_batch
+from sitemap_updater.service.ingest import ingest_message
+from sitemap_updater.service.marks import MarkBatch
 from sitemap_updater.service.notify import Notifiers, NotifyResult
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import rebuild_section
 from tests.conftest import BASE
+from tests.sim.fakes import Message
 from tests.unit.test_dead_letter_reasons import FIFO_DLQ, Sqs, attributes, queue, record
 from tests.unit.test_recovery import Stack, page, replace_settings
 
@@ -142,3 +146,65 @@ def test_a_failed_index_rebuild_returns_its_error_and_dead_letters_in_the_index_
     assert error == "OSError: bucket gone" and settled.failures == ["i-2"]
     assert [d.reason for d in settled.dead_lettered] == ["failed on all 4 receives: OSError: bucket gone"]
     assert sqs.sent[0]["MessageGroupId"] == "index"
+
+
+def _burst(pipeline: Pipeline, pages: int) -> None:
+    """One ingest batch of ``pages`` blog pages: its marks go out as one rebuild message."""
+    marks = MarkBatch(pipeline)
+    for i in range(pages):
+        ingest_message(json.dumps(page(f"p{i}", version=1)), f"m-{i}", pipeline, marks=marks)
+    marks.flush()
+
+
+def _received(stack: Stack) -> tuple[list[Message], list[dict[str, Any]]]:
+    messages = stack.queues["rebuild"].receive(10, stack.clock.now, random.Random(0))
+    records = [
+        {"messageId": m.id, "receiptHandle": m.receipt, "body": m.body,
+         "attributes": {"ApproximateReceiveCount": str(m.receive_count), "MessageGroupId": m.group or ""}}
+        for m in messages
+    ]  # fmt: skip
+    return messages, records
+
+
+def test_a_burst_s_first_rebuild_waits_for_the_rest_of_it_once() -> None:
+    # Given a section's first rebuild request naming 12 changed pages, with a 5 s settle window
+    stack = Stack(max_urls=50)
+    pipeline = replace_settings(stack, rebuild_settle_seconds=5, rebuild_settle_pages=10)
+    _burst(pipeline, 12)
+    messages, records = _received(stack)
+    # When it is received the first time
+    outcome = rebuild_batch(records, pipeline)
+    # Then it is given back to the queue for the rest of the window, and nothing is rendered yet
+    assert outcome.deferred == {"blog": 5} and outcome.failures == [messages[0].id] and not outcome.sections
+    for message in messages:
+        stack.queues["rebuild"].settle(message, False, stack.clock.now)
+    assert messages[0].available_at == stack.clock.now + 5
+    assert not [name for name in stack.s3.objects if name.startswith("sitemap-")]
+    # And with the next ingest batch of the burst it is rebuilt once, on its second receive, without waiting again
+    _burst(pipeline, 30)
+    stack.clock.now += 5
+    messages, records = _received(stack)
+    assert len(messages) == 2 and messages[0].receive_count == 2
+    outcome = rebuild_batch(records, pipeline)
+    assert outcome.deferred == {} and outcome.failures == [] and [s.section for s in outcome.sections] == ["blog"]
+    assert outcome.sections[0].put == ["sitemap-blog-00000000.xml.gz"]
+
+
+@pytest.mark.parametrize(("pages", "window"), [(9, 5), (12, 0)])
+def test_a_lone_change_or_no_window_is_rebuilt_at_once(pages: int, window: int) -> None:
+    stack = Stack(max_urls=50)
+    pipeline = replace_settings(stack, rebuild_settle_seconds=window, rebuild_settle_pages=10)
+    _burst(pipeline, pages)
+    _, records = _received(stack)
+    outcome = rebuild_batch(records, pipeline)
+    assert outcome.deferred == {} and outcome.failures == [] and outcome.sections[0].put
+
+
+def test_a_section_whose_wait_sqs_refuses_is_rebuilt_at_once() -> None:
+    stack = Stack(max_urls=50)
+    pipeline = replace_settings(stack, rebuild_settle_seconds=5, rebuild_settle_pages=10)
+    _burst(pipeline, 12)
+    _, records = _received(stack)
+    records[0]["receiptHandle"] = "expired"  # SQS answers ReceiptHandleIsInvalid
+    outcome = rebuild_batch(records, pipeline)
+    assert outcome.deferred == {} and outcome.failures == [] and outcome.sections[0].put

@@ -59,9 +59,9 @@ def test_the_checks_catch_a_lost_rebuild(monkeypatch: pytest.MonkeyPatch) -> Non
     original = mark_messages
     calls = {"n": 0}
 
-    def forgetful(section: str, at_us: int, marks: list[PageMark]) -> Iterator[Message]:
+    def forgetful(section: str, at_us: int, marks: list[PageMark], batch_changes: int = 0) -> Iterator[Message]:
         calls["n"] += 1
-        return original(section, at_us, marks) if calls["n"] % 5 else iter([])
+        return original(section, at_us, marks, batch_changes) if calls["n"] % 5 else iter([])
 
     monkeypatch.setattr("sitemap_updater.service.marks.mark_messages", forgetful)
     # When a sequence runs without faults
@@ -89,11 +89,11 @@ def test_a_move_whose_rebuild_mark_was_lost_leaves_no_copy_in_the_old_section(mo
     original = mark_messages
     died: list[str] = []
 
-    def dies_once(section: str, at_us: int, marks: list[PageMark]) -> Iterator[Message]:
+    def dies_once(section: str, at_us: int, marks: list[PageMark], batch_changes: int = 0) -> Iterator[Message]:
         if section == "docs" and not died:
             died.append(section)
             raise LambdaDied("after dynamodb.transact_write_items")
-        return original(section, at_us, marks)
+        return original(section, at_us, marks, batch_changes)
 
     monkeypatch.setattr("sitemap_updater.service.marks.mark_messages", dies_once)
     script: list[tuple[float, dict[str, object]]] = [

@@ -44,3 +44,15 @@ class MessageQueue:
             "MessageAttributes": {k: {"DataType": "String", "StringValue": v or "-"} for k, v in attributes.items()},
         }
         self._client.send_message(**params, **self._fifo(group, dedup))
+
+    def defer(self, receipts: list[str], seconds: int) -> None:
+        """Give received messages back to the queue, visible again after ``seconds`` (ChangeMessageVisibility;
+        the caller reports them failed so the event source does not delete them). Raises if SQS refuses one."""
+        for start in range(0, len(receipts), 10):
+            entries = [
+                {"Id": str(i), "ReceiptHandle": receipt, "VisibilityTimeout": seconds}
+                for i, receipt in enumerate(receipts[start : start + 10])
+            ]
+            answer = self._client.change_message_visibility_batch(QueueUrl=self.url, Entries=entries)  # type: ignore[arg-type]
+            if answer.get("Failed"):
+                raise RuntimeError(f"SQS did not defer {len(answer['Failed'])} messages: {answer['Failed'][0]}")

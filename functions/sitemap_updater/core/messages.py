@@ -48,6 +48,7 @@ class DirtyMark:
     change: str | None = None
     cleanup: bool = False
     at_us: int | None = None  # when ingest recorded the change (sent the mark)
+    batch_changes: int = 0  # how many changes the ingest batch that sent it recorded, every section's (a burst)
 
 
 class PageMark(NamedTuple):
@@ -59,11 +60,11 @@ class PageMark(NamedTuple):
     change: str | None
 
 
-def mark_messages(section: str, at_us: int, marks: list[PageMark]) -> Iterator[Message]:
+def mark_messages(section: str, at_us: int, marks: list[PageMark], batch_changes: int = 0) -> Iterator[Message]:
     """Rebuild requests for changed pages of one section: up to :data:`MAX_MARKS_PER_MESSAGE` pages a message
     (and under SQS's size limit), so one rebuild of up to ten messages covers many changes. The deduplication ID
     names the pages and their ranks, so a batch sent again is dropped; ``at`` (for the event-to-publish latency)
-    is not part of it."""
+    and ``changes`` (what the whole ingest batch recorded, which tells a burst) are not part of it."""
     start = 0
     while start < len(marks):
         size, end = 0, start
@@ -74,6 +75,7 @@ def mark_messages(section: str, at_us: int, marks: list[PageMark]) -> Iterator[M
         body = {
             "section": section,
             "at": at_us,
+            "changes": batch_changes,
             "marks": [{"url": m.url, "key": f"{m.key:016x}", "change": m.change} for m in chunk],
         }
         ranks = "|".join(f"{m.url}|{m.rank}" for m in chunk)
@@ -104,9 +106,13 @@ def read_rebuild_request(body: Mapping[str, Any]) -> list[DirtyMark]:
     one key (news expiry), one page (a message of an earlier version) or a cleanup request."""
     section = str(body["section"])
     if "marks" in body:
-        at = body.get("at")
+        at, changes = body.get("at"), body.get("changes")
         at_us = int(at) if isinstance(at, int) else None
-        return [DirtyMark(section, m["url"], int(m["key"], 16), m.get("change"), at_us=at_us) for m in body["marks"]]
+        batch = int(changes) if isinstance(changes, int) else 0
+        return [
+            DirtyMark(section, m["url"], int(m["key"], 16), m.get("change"), at_us=at_us, batch_changes=batch)
+            for m in body["marks"]
+        ]
     key = body.get("key")
     return [
         DirtyMark(

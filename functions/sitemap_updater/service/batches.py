@@ -6,12 +6,21 @@ as the ``reason`` (``service/dead_letters.py``) and reported handled, so none is
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from sitemap_updater.core.messages import INDEX_GROUP, NOTIFY_GROUP, DirtyMark, read_rebuild_request
-from sitemap_updater.service.dead_letters import DeadLetter, DeadLetters, Settled, error_text, settle
+from sitemap_updater.core.moments import to_micros
+from sitemap_updater.service.dead_letters import (
+    DeadLetter,
+    DeadLetters,
+    Settled,
+    error_text,
+    receive_count,
+    settle,
+)
 from sitemap_updater.service.index import IndexRebuild, rebuild_index
 from sitemap_updater.service.notify import Notifiers, NotifyResult, NotifyRetry, notify
 from sitemap_updater.service.pipeline import Pipeline
@@ -28,6 +37,7 @@ class BatchOutcome:
     unreadable: dict[str, str] = field(default_factory=dict)  # message ID -> why it could not be read
     dead_lettered: list[DeadLetter] = field(default_factory=list)
     unsent: dict[str, str] = field(default_factory=dict)  # message ID -> why its dead-letter send failed
+    deferred: dict[str, int] = field(default_factory=dict)  # section -> seconds it waits for the rest of a burst
 
     def response(self) -> dict[str, Any]:
         return {"batchItemFailures": [{"itemIdentifier": m} for m in self.failures]}
@@ -52,6 +62,7 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
     by_section: dict[str, list[tuple[str, DirtyMark]]] = defaultdict(list)
     message_errors: dict[str, str] = {}
     outcome = BatchOutcome([], [], {})
+    by_id = {str(record["messageId"]): record for record in records}
     for record in records:
         message_id = str(record["messageId"])
         try:
@@ -63,6 +74,13 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
             by_section[mark.section].append((message_id, mark))
     for section in sorted(by_section):
         items = by_section[section]
+        wait = settle_seconds(
+            pipeline, [mark for _, mark in items], [by_id[m] for m in dict.fromkeys(i for i, _ in items)]
+        )
+        if wait and _defer(pipeline, [by_id[m] for m in dict.fromkeys(i for i, _ in items)], wait):
+            outcome.deferred[section] = wait
+            outcome.failures += list(dict.fromkeys(message_id for message_id, _ in items))
+            continue
         try:
             done = rebuild_section(pipeline, section, [mark for _, mark in items])
             outcome.sections.append(done)
@@ -77,6 +95,37 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
     settled = settle(records, message_errors, rebuild_dead_letters(pipeline))
     _take(outcome, settled)
     return outcome
+
+
+# Lambda's event source gives a FIFO function at most ten messages a batch: a section with that many is not made
+# to wait (more would not fit in its next batch).
+MAX_FIFO_BATCH = 10
+
+
+def settle_seconds(pipeline: Pipeline, marks: list[DirtyMark], records: list[dict[str, Any]]) -> int:
+    """How long a section's rebuild should wait for the rest of a burst (0: rebuild now). It waits only on its
+    messages' first receive, when they name at least ``rebuild_settle_pages`` changed pages or come from an ingest
+    batch that recorded that many changes (a burst; a lone change is never delayed) and are fewer than a full
+    batch of messages, until its oldest change is ``rebuild_settle_seconds`` old."""
+    window = pipeline.settings.rebuild_settle_seconds
+    if not window or len(records) >= MAX_FIFO_BATCH or any(receive_count(r) > 1 for r in records):
+        return 0
+    pages = {(m.url, m.key) for m in marks if m.url is not None and m.at_us is not None}
+    burst = max([len(pages), *(m.batch_changes for m in marks if m.at_us is not None)])
+    if not pages or burst < pipeline.settings.rebuild_settle_pages:
+        return 0
+    oldest = min(m.at_us for m in marks if m.at_us is not None)
+    left_us = oldest + window * 1_000_000 - to_micros(pipeline.clock())
+    return math.ceil(left_us / 1_000_000) if left_us > 0 else 0
+
+
+def _defer(pipeline: Pipeline, records: list[dict[str, Any]], seconds: int) -> bool:
+    """Give a section's messages back to the queue for ``seconds``; False (rebuild now) if SQS refuses."""
+    try:
+        pipeline.rebuild_queue.defer([str(r.get("receiptHandle", "")) for r in records], seconds)
+    except Exception:
+        return False  # their visibility timeout is the function's sixfold: better to rebuild at once
+    return True
 
 
 def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[IndexRebuild | str, Settled]:

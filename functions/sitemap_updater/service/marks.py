@@ -83,7 +83,7 @@ class MarkBatch:
                 by_section[page.moved_from].append(PageMark(page.url, page.key, page.rank, None))
         now_us = to_micros(self._pipeline.clock())
         for section in sorted(by_section):
-            for message in mark_messages(section, now_us, by_section[section]):
+            for message in mark_messages(section, now_us, by_section[section], len(self._pages)):
                 self._pipeline.rebuild_queue.send(*message)
         if self.outbox and self._asked <= self._added:
             self._pipeline.store.close_outbox(self.outbox)
