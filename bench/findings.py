@@ -89,12 +89,11 @@ def findings(data: dict[str, Any]) -> list[str]:
         "receive rebuilds up to ten messages (1,000 pages) at once. Nothing is billed while it waits, and a lone "
         "change never waits. A delay on the queue did not do this (tried on 2026-11-24: SQS delays every message "
         "alike), and Lambda offers no batching window for FIFO sources. A burst of more than ten ingest batches "
-        "per section (the one-section burst: 3,000 changes in 3 s) still takes one rebuild per ten of them. At a "
-        "sustained 50 events per second it costs more than it saves: a section's rebuild of 16 files takes about "
-        "20 s there, so its changes coalesce anyway, and the first wait only shifts its cycle (measured on "
-        "2026-11-25: 0.27 files rewritten per event and $9.15 per million, against 0.22 and $8.33 without it). "
-        "`RebuildSettleSeconds=0` turns it off; waiting only for sections that are not already being rebuilt "
-        "would keep the gain without the loss.",
+        "per section (the one-section burst: 3,000 changes in 3 s) still takes one rebuild per ten of them. The "
+        "50 events/s scenario lasts only 30 s, and there the first wait of each section shifts its rebuild cycle: "
+        "0.27 files rewritten per event and $9.15 per million, against 0.22 and $8.33 without the wait (2026-11-25). "
+        "Over 6,000 events at 50/s (two minutes) the wait saves instead: 0.38 files rewritten per event and 189 "
+        "rebuilds, against 0.43 and 203 without it. `RebuildSettleSeconds=0` turns it off.",
         f"- **Fixed costs weigh at low rates**: at one event per second the custom metrics, alarms and dashboard "
         f"are ${fixed['CloudWatch']:.2f} per million events and the event sources' idle polls ${fixed['SQS']:.2f} "
         "(about $7 a month whatever the traffic; CloudWatch's free tier of 10 metrics, 10 alarms and 3 "
