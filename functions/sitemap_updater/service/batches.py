@@ -74,21 +74,22 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
             by_section[mark.section].append((message_id, mark))
     for section in sorted(by_section):
         items = by_section[section]
-        wait = settle_seconds(
-            pipeline, [mark for _, mark in items], [by_id[m] for m in dict.fromkeys(i for i, _ in items)]
-        )
-        if wait and _defer(pipeline, [by_id[m] for m in dict.fromkeys(i for i, _ in items)], wait):
+        marks = [mark for _, mark in items]
+        message_ids = list(dict.fromkeys(message_id for message_id, _ in items))  # the section's, in batch order
+        section_records = [by_id[message_id] for message_id in message_ids]
+        wait = settle_seconds(pipeline, marks, section_records)
+        if wait and _defer(pipeline, section_records, wait):
             outcome.deferred[section] = wait
-            outcome.failures += list(dict.fromkeys(message_id for message_id, _ in items))
+            outcome.failures += message_ids
             continue
         try:
-            done = rebuild_section(pipeline, section, [mark for _, mark in items])
+            done = rebuild_section(pipeline, section, marks)
             outcome.sections.append(done)
             pipeline.observe(done)
         except Exception as exc:
             error = error_text(exc)
             outcome.errors[section] = error
-            for message_id in dict.fromkeys(message_id for message_id, _ in items):
+            for message_id in message_ids:
                 # A message marking several failed sections is dead-lettered once, with every error.
                 known = message_errors.get(message_id)
                 message_errors[message_id] = f"{known}; {section}: {error}" if known else f"{section}: {error}"
