@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import random
 import sys
 import time
@@ -54,7 +55,18 @@ def _scenario(traffic: Traffic, role: str) -> dict[str, Any]:
             "section": scenario.section, "sustained": scenario.sustained, "virtual_s": round(traffic.virtual_s, 1),
             "functions": {name: _usage(used) for name, used in sorted(traffic.usage.items())},
             "puts": {name: len(times) for name, times in sorted(traffic.puts.items())},
-            "put_bytes": traffic.put_bytes, "min_gap_s": round(min(gaps), 2) if gaps else None}  # fmt: skip
+            "put_bytes": traffic.put_bytes, "min_gap_s": round(min(gaps), 2) if gaps else None,
+            "freshness": _freshness(traffic)}  # fmt: skip
+
+
+def _freshness(traffic: Traffic) -> dict[str, Any]:
+    """Seconds from the CMS's send to the CDN surely serving the change: p50, p99 and the slowest page."""
+    found = traffic.freshness_s  # sorted
+
+    def at(q: float) -> float | None:
+        return round(found[min(len(found) - 1, math.ceil(q * len(found)) - 1)], 1) if found else None
+
+    return {"pages": len(found), "unshown": traffic.unshown, "p50": at(0.5), "p99": at(0.99), "max": at(1.0)}
 
 
 def run(size: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import gzip
 import heapq
 import importlib
 import json
@@ -27,9 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lxml import etree
+
 from bench.cost import cpu_scale
 from bench.meter import SQS_CHUNK, Meter
 from bench.usage import Usage
+from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX
+from sitemap_updater.core.events import parse_event
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.ports import HttpResponse
@@ -37,8 +42,8 @@ from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.reconcile import reconcile
 from sitemap_updater.service.sweep import sweep, upkeep
 from sitemap_updater.wiring.pipeline import use_pipeline
-from tests.sim.fakes import Message, SimQueueState
-from tests.sim.world import ACCOUNT, TEMPLATE
+from tests.sim.fakes import Message, S3Object, SimQueueState
+from tests.sim.world import ACCOUNT, NS, TEMPLATE
 
 ROUND_TRIP_S = 0.02
 SERVICE = "sitemap-updater"  # POWERTOOLS_SERVICE_NAME: the logger every handler's Powertools Logger writes to
@@ -75,6 +80,10 @@ class Traffic:
     puts: dict[str, list[float]] = field(default_factory=dict)  # published file -> when each put happened
     put_bytes: int = 0
     accepted: int = 0
+    # Seconds from the CMS's send to the CDN surely serving the change: the end of the invocation whose put first
+    # showed the page's new content, plus the cache lifetime; one figure per changed page.
+    freshness_s: list[float] = field(default_factory=list)
+    unshown: int = 0  # changed pages no put ever showed (a lost change; 0 expected)
 
 
 def functions(sim: Any) -> dict[str, Function]:
@@ -141,6 +150,10 @@ class Driver:
         self.ingest = next(f for f in self.functions.values() if f.queue is not None and not f.queue.fifo)
         self.fifo = [f for f in self.functions.values() if f.queue is not None and f.queue.fifo]
         use_pipeline(sim.pipeline, Notifiers(Http(meter), None, sleep=lambda _s: None, monotonic=lambda: 0.0))
+        self._waiting: dict[str, str] = {}  # changed pages no put has shown yet: canonical URL -> new lastmod
+        self._shown: dict[str, float] = {}  # canonical URL -> when the invocation that first showed it ended
+        self._put_files: list[bytes] = []
+        sim.s3.watch = self._put  # after the Meter, which turned the simulation's own (slower) view off
         for handler in logging.getLogger(SERVICE).handlers:  # the Powertools loggers' lines, counted
             if isinstance(handler, logging.StreamHandler):
                 handler.setStream(meter.logs)
@@ -165,6 +178,7 @@ class Driver:
         result, seconds = self.meter.invoke(
             function.name, lambda: function.handler(event, context), cpu_scale(function.memory_mb)
         )
+        self._look(at + seconds)
         failed = (
             {f["itemIdentifier"] for f in result.get("batchItemFailures", [])} if isinstance(result, dict) else set()
         )
@@ -193,6 +207,12 @@ class Driver:
         self.meter.puts = []
         start = self.sim.clock.now + 3600.0  # past every deduplication interval and delay of earlier traffic
         arrivals = [start + i / scenario.rate for i in range(len(bodies))]
+        site = self.sim.pipeline.settings.site
+        sent: dict[str, tuple[float, str]] = {}  # canonical URL -> when the CMS sent its change, and the new lastmod
+        for body, at in zip(bodies, arrivals, strict=True):
+            event = parse_event(body, site).event
+            sent[event.url] = (at, json.loads(body)["lastmod"])
+        self._waiting, self._shown = {url: lastmod for url, (_, lastmod) in sent.items()}, {}
         cms = self.meter.usage.setdefault("cms", Usage())
         cms.sqs["standard"] += sum(_chunks(len(body.encode())) for body in bodies)
         batches = self._batches(arrivals)
@@ -235,7 +255,27 @@ class Driver:
                 break
             now = max(now, min(t for t in upcoming if t is not None))
         self.sim.clock.now = now
-        return Traffic(scenario, self.meter.usage, now - start, puts, put_bytes)
+        lifetime = self.sim.pipeline.settings.cdn_max_age_seconds
+        traffic = Traffic(scenario, self.meter.usage, now - start, puts, put_bytes)
+        traffic.freshness_s = sorted(at + lifetime - sent[url][0] for url, at in self._shown.items())
+        traffic.unshown = len(self._waiting)
+        self._waiting, self._shown = {}, {}
+        return traffic
+
+    def _put(self, name: str, _old: S3Object | None, new: S3Object | None) -> None:
+        if new is not None and name.endswith(".xml.gz") and not name.startswith(SNAPSHOT_PREFIX) and self._waiting:
+            self._put_files.append(new.data)
+
+    def _look(self, at: float) -> None:
+        """The changed pages the files put by an invocation that ended at ``at`` show for the first time."""
+        for data in self._put_files:
+            for url in etree.fromstring(gzip.decompress(data)).iterfind("s:url", NS):
+                loc = url.findtext("s:loc", namespaces=NS) or ""
+                lastmod = self._waiting.get(loc)
+                if lastmod is not None and (url.findtext("s:lastmod", namespaces=NS) or "").startswith(lastmod):
+                    del self._waiting[loc]
+                    self._shown[loc] = at
+        self._put_files = []
 
     def _batches(self, arrivals: list[float]) -> list[tuple[float, int, int]]:
         """(when the batch is handed to the function, first event, end) as the batching window gathers them."""
