@@ -3,6 +3,7 @@ template grants goes unused (a missing or an extra permission fails here, not on
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from sitemap_updater.handlers import reconcile as reconcile_handler
 from sitemap_updater.handlers import sweep as sweep_handler
 from sitemap_updater.handlers import upkeep
 from sitemap_updater.handlers import webhook as webhook_handler
+from sitemap_updater.local.bootstrap import LocalStateMachine
 from sitemap_updater.local.iam import Policy, matches
 from sitemap_updater.local.runner import LocalContext, LocalRun
 from sitemap_updater.local.stack import session
@@ -204,14 +206,23 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         left = (f"{BASE}/blog/p0", f"{BASE}/blog/p4", f"{BASE}/news/today")
         gone = [event(url, type="delete", version=9) for url in left]
         last = run.send_wave(bodies(gone))
+        assert last.events["accepted"] == 3
+        assert "sitemap.xml" not in run.published()
+        # And the site loaded again by the bootstrap state machine, with a line it rejects, while a change arrives
+        # (its rebuild request is parked until the end, then sent again)
+        machine = LocalStateMachine(run)
+        again = [event(f"{BASE}/blog/b{i}", version=10, lastmod="2026-11-23") for i in range(4)]
+        machine.upload("iam", [*(json.dumps(p).encode() for p in again), json.dumps(malformed).encode()], [0])
+        live = event(f"{BASE}/docs/live", version=1, lastmod="2026-11-23")
+        machine.execute("iam", before=lambda state: state == "RenderRanges" and run.send_wave(bodies([live])))
+        run.drain()
+        assert {f"{BASE}/docs/live", f"{BASE}/blog/b0"} <= _published_urls(run)
         # Then nothing any function did was denied
         policies = run.stack.policies
         assert [d for p in policies.values() for d in p.denied] == []
         assert run.errors == []
         # And every permission the template grants was used by its function
         assert [u for p in policies.values() for u in _unused(p)] == []
-        assert last.events["accepted"] == 3
-        assert "sitemap.xml" not in run.published()
 
 
 def test_a_call_outside_the_policy_is_denied_as_aws_denies_it(local_run: Any) -> None:
@@ -257,3 +268,12 @@ def test_a_failed_index_rebuild_logs_its_cause(local_run: Any, caplog: pytest.Lo
     assert response == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
     failure = next(r for r in caplog.records if r.getMessage().startswith("index rebuild failed"))
     assert "AccessDeniedException" in failure.__dict__["error"]
+
+
+def _published_urls(run: LocalRun) -> set[str]:
+    found: set[str] = set()
+    for name, data in run.published().items():
+        if name.endswith(".xml.gz"):
+            text = gzip.decompress(data).decode()
+            found |= {part.split("</loc>")[0] for part in text.split("<loc>")[1:]}
+    return found

@@ -247,6 +247,29 @@ class FakeStore:
 
         self._call("put_item" if running else "delete_item", put)
 
+    # --- rebuild batches parked while an import runs ----------------------------------------------------------
+    parked_items: dict[str, list[tuple[str, str]]]
+
+    def _parked(self) -> dict[str, list[tuple[str, str]]]:
+        if not hasattr(self, "parked_items"):
+            self.parked_items = {}
+        return self.parked_items
+
+    def park(self, parked_id: str, messages: list[tuple[str, str]]) -> bool:
+        def put() -> bool:
+            if not self.importing:
+                return False
+            self._parked()[parked_id] = list(messages)
+            return True
+
+        return bool(self._call("transact_write_items", put))
+
+    def parked(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        return list(self._call("query", lambda: sorted((k, list(v)) for k, v in self._parked().items())))
+
+    def unpark(self, parked_id: str) -> None:
+        self._call("delete_item", lambda: self._parked().pop(parked_id, None))
+
     # --- changes held back by a quiet window, by (channel, URL): expiry and the held change -----------------
     held_items: dict[tuple[str, str], tuple[int, SentRecord]]
 

@@ -10,6 +10,8 @@ One table, keys ``pk`` (partition) and ``sk`` (sort):
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
 | outbox | ``outbox`` | ``<opened, 16 hex>#<batch>`` | the URLs an ingest batch may change, until its marks are sent |
+| import running | ``import`` | ``import`` | exists while an import or a bootstrap runs |
+| parked rebuild batch | ``parked`` | ``<parked, 16 hex>#<message id>`` | rebuild requests kept until the import ends |
 
 A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BETWEEN <start> AND <end>``.
 Every key naming a URL takes it through ``url_id``, which keeps keys within DynamoDB's limits.
@@ -18,6 +20,7 @@ Every key naming a URL takes it through ``url_id``, which keeps keys within Dyna
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 
 _FILES = "files"
 _OUTBOX = "outbox"
+_PARKED = "parked"
 
 
 class StillUnprocessed(RuntimeError):
@@ -453,6 +457,52 @@ class ManifestStore:
             self._client.put_item(TableName=self.table, Item=key)
         else:
             self._client.delete_item(TableName=self.table, Key=key)
+
+    # --- rebuild requests parked while an import or bootstrap runs (``parked``, one item per rebuild batch) ----
+    def park(self, parked_id: str, messages: list[tuple[str, str]]) -> bool:
+        """Keep a rebuild batch's requests (``(group, body)`` each) until the running import or bootstrap ends,
+        only if one still runs (the import item's existence is checked in the same transaction): False when none
+        does, and the caller rebuilds at once."""
+        body = json.dumps(messages, separators=(",", ":"), ensure_ascii=False)
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "ConditionCheck": {
+                            "TableName": self.table,
+                            "Key": {"pk": _s("import"), "sk": _s("import")},
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                    {"Put": {"TableName": self.table, "Item": {"pk": _s(_PARKED), "sk": _s(parked_id), "m": _s(body)}}},
+                ]
+            )
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException" and any(
+                r.get("Code") == "ConditionalCheckFailed" for r in reasons
+            ):
+                return False
+            raise
+        return True
+
+    def parked(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """Every parked rebuild batch: its id and its ``(group, body)`` requests, oldest first."""
+        found: list[tuple[str, list[tuple[str, str]]]] = []
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": _s(_PARKED)},
+            ConsistentRead=True,
+        )
+        for page in pages:
+            for item in page.get("Items", []):
+                found.append((item["sk"]["S"], [(g, b) for g, b in json.loads(item["m"]["S"])]))
+        return found
+
+    def unpark(self, parked_id: str) -> None:
+        """A parked batch was sent to the rebuild queue again."""
+        self._client.delete_item(TableName=self.table, Key={"pk": _s(_PARKED), "sk": _s(parked_id)})
 
     # --- changes held back by a quiet window (``held#<channel>``, one item per URL, keyed by its SHA-256) ----
     def held(self, channel: str, now_s: int) -> dict[str, SentRecord]:

@@ -201,6 +201,11 @@ def pending_index_request(generation: int, now_us: int, window_us: int) -> Messa
     return index_request({"pending": generation}, now_us, window_us, f"pending|{generation}")
 
 
+def bootstrap_index_request(run: str, now_us: int, window_us: int) -> Message:
+    """A bootstrap rendered its ranges: the index names their files."""
+    return index_request({"bootstrap": run}, now_us, window_us, f"bootstrap|{run}|{now_us}")
+
+
 def settle_index_request(generation: int, now_us: int, window_us: int) -> Message:
     """An index named files with their previous lastmods; once the CDN cannot serve the old, name their own."""
     return index_request({"settle": generation}, now_us, window_us, f"settle|{generation}")

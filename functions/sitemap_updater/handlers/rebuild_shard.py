@@ -20,6 +20,8 @@ metrics = Metrics()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     outcome = rebuild_batch(event.get("Records", []), current_pipeline())
+    if outcome.parked:
+        logger.info("rebuild requests parked until the running import ends", extra={"messages": outcome.parked})
     for done in outcome.sections:
         logger.info(
             "section rebuilt",

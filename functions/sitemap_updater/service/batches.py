@@ -23,6 +23,7 @@ from sitemap_updater.service.dead_letters import (
 )
 from sitemap_updater.service.index import IndexRebuild, rebuild_index
 from sitemap_updater.service.notify import Notifiers, NotifyResult, NotifyRetry, notify
+from sitemap_updater.service.parked import park_batch
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import SectionRebuild, rebuild_section
 
@@ -38,6 +39,7 @@ class BatchOutcome:
     dead_lettered: list[DeadLetter] = field(default_factory=list)
     unsent: dict[str, str] = field(default_factory=dict)  # message ID -> why its dead-letter send failed
     deferred: dict[str, int] = field(default_factory=dict)  # section -> seconds it waits for the rest of a burst
+    parked: int = 0  # messages kept for the end of a running import or bootstrap (service/bootstrap.py)
 
     def response(self) -> dict[str, Any]:
         return {"batchItemFailures": [{"itemIdentifier": m} for m in self.failures]}
@@ -59,6 +61,8 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
     """Coalesce a FIFO batch by section and rebuild each section once. A failed section fails all of its
     messages (so FIFO order holds); other sections still publish. Of a failed section's messages, those on
     their last allowed receive are dead-lettered with the error; a message that cannot be read fails alone."""
+    if park_batch(pipeline, records):  # an import renders every section; these go out again when it ends
+        return BatchOutcome([], [], {}, parked=len(records))
     by_section: dict[str, list[tuple[str, DirtyMark]]] = defaultdict(list)
     message_errors: dict[str, str] = {}
     outcome = BatchOutcome([], [], {})

@@ -12,6 +12,7 @@ from sitemap_updater.core.messages import DirtyMark
 from sitemap_updater.core.reduce import reduce_states, state_from_event
 from sitemap_updater.service.index import IndexRebuild, StaleIndex, rebuild_index
 from sitemap_updater.service.ingest import page_write
+from sitemap_updater.service.parked import replay_parked
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import SectionRebuild, rebuild_section
 
@@ -69,4 +70,5 @@ def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
     except StaleIndex:  # the deployed index function (asked by the section rebuilds) published a newer one
         result.index = rebuild_index(pipeline)
     pipeline.store.set_import_running(False)
+    replay_parked(pipeline)  # rebuild requests of changes recorded meanwhile: the import parked them
     return result

@@ -117,22 +117,49 @@ def _apply(
         if state.rank == old.rank:
             return Outcome.NOOP, None
     write = page_write(state, old)
-    unchanged = (
-        old is not None
-        and not pending
-        and old.section == write.section
-        and old.kind == write.kind
-        and old.digest == write.digest
-        and (write.kind == "live" or old.lastmod == write.lastmod)
-    )
     expected = old.rank if old is not None else None
-    if unchanged:
+    if not pending and _unchanged(old, write):
         return (Outcome.NOOP, None) if pipeline.store.record_rank(write, expected) else (None, None)
     outbox = marks.outbox_for(write.url)
     if not pipeline.store.record_change(write, expected, old.section if old is not None else None, outbox):
         return None, None
     marks.add(write)
     return Outcome.ACCEPTED, write.change or None
+
+
+def _unchanged(old: PageRecord | None, write: PageWrite) -> bool:
+    """Whether ``write`` shows the page as ``old`` did: a newer event with the same entry changes no file."""
+    return (
+        old is not None
+        and old.section == write.section
+        and old.kind == write.kind
+        and old.digest == write.digest
+        and (write.kind == "live" or old.lastmod == write.lastmod)
+    )
+
+
+def record_state(pipeline: Pipeline, state: PageState) -> Outcome:
+    """Record one page state of a bulk load (a bootstrap's export line) by an event's rank rules, without
+    rebuild marks: the bootstrap renders every range afterwards. A newer state already recorded (a live event,
+    or a newer line of another chunk) is kept. Raises IngestConflict when the page kept changing."""
+    store = pipeline.store
+    for _ in range(_ATTEMPTS):
+        old = store.get_page(state.url)
+        if old is not None:
+            if old.outbox and store.outbox_open(old.outbox):
+                requeue(pipeline, [old])  # a live batch's change whose marks may be unsent: before overwriting it
+            if state.rank < old.rank:
+                return Outcome.STALE
+            if state.rank == old.rank:
+                return Outcome.NOOP
+        write = page_write(state, old)
+        expected = old.rank if old is not None else None
+        if _unchanged(old, write):
+            if store.record_rank(write, expected):
+                return Outcome.NOOP
+        elif store.record_change(write, expected, old.section if old is not None else None, ""):
+            return Outcome.ACCEPTED
+    raise IngestConflict(f"{state.url}: changed concurrently {_ATTEMPTS} times; will be retried")
 
 
 def event_urls(pipeline: Pipeline, bodies: list[str]) -> list[str]:

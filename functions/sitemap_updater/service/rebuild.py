@@ -229,58 +229,13 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         touched = i < len(dirty_keys) and dirty_keys[i] < key_range.end
         if old is not None and not touched and not old.unsettled:
             continue  # an unsettled file may hold other bytes (a crash after a put): it is rendered again
-        states = data.states_in(key_range)
-        entries = [s.entry for s in states if s.entry is not None]
-        keys = [e.key for e in entries]
-        deleted = sorted((s.key, s.tombstone.deleted_us) for s in states if s.tombstone is not None)
-        lastmod = range_lastmod(keys, [e.lastmod_us for e in entries], deleted, key_range)
-        rendered = render_urlset(entries, as_of)
-        name = key_range.file_name(section)
-        # The states this file is rendered from, kept beside it (before its bytes and record): the next rebuild
-        # reads them and only the pages it is marked for. A crash before the record leaves a snapshot of other
-        # bytes than the record names, which is then not used.
-        bucket.write_snapshot(name, snapshot_id(rendered.sha256, key_range), b"".join(encode_state(s) for s in states))
-        if old is not None and not old.unsettled and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
-            continue
-        put = old is None or old.unsettled or old.sha256 != rendered.sha256
-        holder = holders.get(name)
-        if put:  # the CDN may serve the bytes the name held before for its cache lifetime: the index needs both
-            before = holder if holder is not None and holder.state in ("live", "retiring") else old
-            published_us, prev_lastmod_us = as_of, (before.lastmod_us or PREV_UNDATED) if before is not None else 0
-        else:
-            assert old is not None
-            published_us, prev_lastmod_us = old.published_us, old.prev_lastmod_us
-        record = PublishedFile(
-            section,
-            key_range,
-            name,
-            rendered.sha256,
-            lastmod,
-            len(entries),
-            sum(e.size for e in entries),
-            seq,
-            news_until_us=rendered.news_until_us,
-            pending_index=True,
-            published_us=published_us,
-            prev_lastmod_us=prev_lastmod_us,
+        record, put = render_file(
+            pipeline, section, key_range, data.states_in(key_range), old, holders, (version, seq, as_of)
         )
         if put:
-            # Record the intent first: a crash after the put leaves neither an orphan nor a record whose
-            # digest no longer matches the bucket (which would let a later rebuild skip the file).
-            if holder is None:
-                store.put_file(replace(record, state="writing"))
-                holders[name] = replace(record, state="writing")
-            elif holder.state != "writing" and not holder.unsettled:
-                store.mark_unsettled(holder)
-                holders[name] = replace(holder, unsettled=True)
-            # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
-            bucket.publish(name, rendered.data, version * _RENDER_SCALE + as_of)
-            if pipeline.settings.text_sitemaps:  # written only when its URLs changed, not for a lastmod alone
-                bucket.publish(
-                    text_twin(name), render_text(e.url for e in entries), version * _RENDER_SCALE + as_of, True
-                )
-            result.put.append(name)
-        fresh.append(record)
+            result.put.append(key_range.file_name(section))
+        if record is not None:
+            fresh.append(record)
     kept = set(layout)
     for old in live:
         if old.key_range not in kept and store.move_file_state(old, "live", "retiring"):
@@ -324,6 +279,71 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         what = f"{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}"
         pipeline.index_queue.send(*section_index_request(section, seq, what, *index_window(pipeline)))
     return result
+
+
+def render_file(
+    pipeline: Pipeline,
+    section: str,
+    key_range: KeyRange,
+    states: list[PageState],
+    old: PublishedFile | None,
+    holders: dict[str, PublishedFile],
+    stamp: tuple[int, int, int],
+) -> tuple[PublishedFile | None, bool]:
+    """Render one file from every state in its range (sorted by key and URL) and publish it if its bytes changed.
+    ``old``: the live record of this range; ``holders``: the record holding each name (updated here when an
+    intent is recorded); ``stamp``: the version of the bytes, the section sequence and the moment rendered. Returns
+    the record to write once every file is put (None: nothing changed) and whether bytes were put."""
+    bucket, store = pipeline.bucket, pipeline.store
+    version, seq, as_of = stamp
+    entries = [s.entry for s in states if s.entry is not None]
+    keys = [e.key for e in entries]
+    deleted = sorted((s.key, s.tombstone.deleted_us) for s in states if s.tombstone is not None)
+    lastmod = range_lastmod(keys, [e.lastmod_us for e in entries], deleted, key_range)
+    rendered = render_urlset(entries, as_of)
+    name = key_range.file_name(section)
+    # The states this file is rendered from, kept beside it (before its bytes and record): the next rebuild
+    # reads them and only the pages it is marked for. A crash before the record leaves a snapshot of other
+    # bytes than the record names, which is then not used.
+    bucket.write_snapshot(name, snapshot_id(rendered.sha256, key_range), b"".join(encode_state(s) for s in states))
+    if old is not None and not old.unsettled and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
+        return None, False
+    put = old is None or old.unsettled or old.sha256 != rendered.sha256
+    holder = holders.get(name)
+    if put:  # the CDN may serve the bytes the name held before for its cache lifetime: the index needs both
+        before = holder if holder is not None and holder.state in ("live", "retiring") else old
+        published_us, prev_lastmod_us = as_of, (before.lastmod_us or PREV_UNDATED) if before is not None else 0
+    else:
+        assert old is not None
+        published_us, prev_lastmod_us = old.published_us, old.prev_lastmod_us
+    record = PublishedFile(
+        section,
+        key_range,
+        name,
+        rendered.sha256,
+        lastmod,
+        len(entries),
+        sum(e.size for e in entries),
+        seq,
+        news_until_us=rendered.news_until_us,
+        pending_index=True,
+        published_us=published_us,
+        prev_lastmod_us=prev_lastmod_us,
+    )
+    if put:
+        # Record the intent first: a crash after the put leaves neither an orphan nor a record whose
+        # digest no longer matches the bucket (which would let a later rebuild skip the file).
+        if holder is None:
+            store.put_file(replace(record, state="writing"))
+            holders[name] = replace(record, state="writing")
+        elif holder.state != "writing" and not holder.unsettled:
+            store.mark_unsettled(holder)
+            holders[name] = replace(holder, unsettled=True)
+        # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
+        bucket.publish(name, rendered.data, version * _RENDER_SCALE + as_of)
+        if pipeline.settings.text_sitemaps:  # written only when its URLs changed, not for a lastmod alone
+            bucket.publish(text_twin(name), render_text(e.url for e in entries), version * _RENDER_SCALE + as_of, True)
+    return record, put
 
 
 def _changed_urls(marks: list[DirtyMark], shown: dict[str, PageState]) -> dict[str, str]:

@@ -11,6 +11,7 @@ from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.ports import Http
 from sitemap_updater.service.index import grace_over, published_indexes
 from sitemap_updater.service.marks import sweep_outboxes
+from sitemap_updater.service.parked import replay_parked
 from sitemap_updater.service.pipeline import Pipeline
 
 
@@ -44,8 +45,11 @@ def robots_warning(pipeline: Pipeline, http: Http) -> str | None:
 
 def sweep(pipeline: Pipeline, http: Http | None = None) -> SweepResult:
     """Queue the rebuilds of changes whose ingest batch died before sending their marks (the outboxes it left
-    open, found with one Query of their partition)."""
+    open, found with one Query of their partition), and the rebuild requests an import that died after ending
+    left parked."""
     requeued = sweep_outboxes(pipeline)
+    if not pipeline.store.import_running():  # an import that died after ending: its parked rebuild requests
+        requeued += replay_parked(pipeline)
     warning = None
     if pipeline.settings.robots_check and http is not None:
         warning = robots_warning(pipeline, http)

@@ -27,7 +27,12 @@ from sitemap_updater.settings import Settings
 # throttles, and a Lambda container's client lives for a few invocations among many concurrent ones.
 # Four attempts: the worst backoff (about 1 + 2 + 4 s for throttles) still fits the ingest function's 30 s.
 # What is still failing after that raises, the invocation (or its batch item) fails, and SQS redelivers.
-CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})  # "max_attempts" counts retries only
+# A pool as large as the bootstrap's writes in flight (service/bootstrap.py RECORD_THREADS), so none waits for or
+# discards a connection; the other functions use one connection at a time.
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 4},  # "max_attempts" counts retries only
+    max_pool_connections=16,
+)
 
 
 class BotocoreClients:

@@ -1,0 +1,37 @@
+"""Lambda: one step of the bootstrap state machine (``BootstrapStateMachine`` in template.yaml), named by the
+event's ``step``: begin, chunk (one export object), plan, render (one key range), finish."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from sitemap_updater.service import bootstrap
+from sitemap_updater.wiring.pipeline import current_pipeline
+
+logger = Logger()
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    step, run = str(event.get("step", "")), str(event.get("run", ""))
+    pipeline = current_pipeline()
+    answer: dict[str, Any]
+    if step == "begin":
+        bootstrap.begin(pipeline, run)
+        answer = {"run": run}
+    elif step == "chunk":
+        answer = bootstrap.load_chunk(pipeline, run, str(event.get("key", ""))).as_dict()
+    elif step == "plan":
+        answer = bootstrap.plan(pipeline, run)
+    elif step == "render":
+        within = bootstrap.range_of(str(event.get("start", "")), int(event.get("depth", -1)))
+        answer = bootstrap.render_range(pipeline, str(event.get("section", "")), within).as_dict()
+    elif step == "finish":
+        answer = bootstrap.finish(pipeline, run)
+    else:
+        raise bootstrap.BootstrapError(f"step: {step!r} is not one of begin, chunk, plan, render, finish")
+    logger.info("bootstrap step done", extra={"step": step, "run": run, **answer})
+    return answer

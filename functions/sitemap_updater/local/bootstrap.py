@@ -1,0 +1,228 @@
+"""The bootstrap state machine of template.yaml, run locally against a local stack.
+
+It reads the definition from the template and walks its states as Step Functions does, for the parts the
+definition uses: a Task's payload is built from its ``Parameters`` (``.$`` keys are paths: ``$``, ``$.a.b``,
+``$$.Map.Item.Value.x`` and ``States.Format``), its result goes through ``ResultSelector``, ``ResultPath`` and
+``OutputPath``; a Map reads its items with its ``ItemReader`` (S3 ``listObjectsV2`` or a JSON array object),
+builds each with ``ItemSelector`` and runs its one Task per item, retried alone as its ``Retry`` says; a Wait is
+noted, not waited (nothing runs concurrently here). Every Task runs the real handler, under its function's IAM
+policy as a local run enforces it. Items run one after another: what is measured is the work, not parallelism.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sitemap_updater.local.runner import TEMPLATE, LocalRun
+from sitemap_updater.local.stack import load_template
+from sitemap_updater.service.bootstrap import export_prefix
+from sitemap_updater.wiring.pipeline import use_pipeline
+
+STATE_MACHINE = "BootstrapStateMachine"
+_FORMAT = re.compile(r"States\.Format\('([^']*)',\s*(.+)\)")
+
+
+class StepFailed(RuntimeError):
+    """A step failed on every attempt its Retry allows (a Map fails when any item does: no failure tolerated)."""
+
+
+@dataclass(slots=True)
+class MapRun:
+    """One Map state's items, as an execution's map run shows them."""
+
+    items: int = 0
+    attempts: int = 0
+    retried: list[str] = field(default_factory=list)  # items that failed at least once, by their payload
+    results: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class Execution:
+    output: Any = None
+    states: list[str] = field(default_factory=list)
+    maps: dict[str, MapRun] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+Injector = Callable[[str, dict[str, Any], int], None]  # (state, payload, attempt): raise to fail that attempt
+
+
+class LocalStateMachine:
+    """Runs ``BootstrapStateMachine`` on ``local`` (a :class:`LocalRun`)."""
+
+    def __init__(self, local: LocalRun, template: Path | None = None) -> None:
+        resources = load_template(template or TEMPLATE)["Resources"]
+        self.local = local
+        self.definition: dict[str, Any] = resources[STATE_MACHINE]["Properties"]["Definition"]
+        self.function = "BootstrapFunction"
+        self.handler = str(resources[self.function]["Properties"]["Handler"])
+
+    def upload(self, run: str, chunks: Sequence[bytes], gzipped: Sequence[int] = ()) -> list[str]:
+        """Put the export's chunks where the state machine reads them (those in ``gzipped`` compressed)."""
+        names = []
+        for number, data in enumerate(chunks):
+            name = f"{export_prefix(run)}part-{number:05d}.jsonl" + (".gz" if number in gzipped else "")
+            body = gzip.compress(data, mtime=0) if number in gzipped else data
+            self._s3().put_object(Bucket=self._bucket(), Key=name, Body=body)
+            names.append(name)
+        return names
+
+    def execute(
+        self, run: str, inject: Injector | None = None, before: Callable[[str], None] | None = None
+    ) -> Execution:
+        """One execution with input ``{"run": run}``; ``before(state)`` runs before each top-level state."""
+        execution = Execution()
+        data: Any = {"run": run}
+        name: str | None = self.definition["StartAt"]
+        while name is not None:
+            state = self.definition["States"][name]
+            if before is not None:
+                before(name)
+            started = time.perf_counter()
+            execution.states.append(name)
+            if state["Type"] == "Task":
+                data = self._task(name, state, data, {}, inject)
+            elif state["Type"] == "Map":
+                data = self._map(name, state, data, execution, inject)
+            elif state["Type"] != "Wait":
+                raise StepFailed(f"{name}: a {state['Type']} state is not run locally")
+            execution.seconds[name] = time.perf_counter() - started
+            name = None if state.get("End") else state["Next"]
+        execution.output = data
+        return execution
+
+    # --- states ----------------------------------------------------------------------------------------
+    def _task(
+        self, name: str, state: dict[str, Any], data: Any, context: dict[str, Any], inject: Injector | None
+    ) -> Any:
+        parameters = _evaluate(state.get("Parameters", {}), data, context)
+        payload = parameters.get("Payload", data)
+        attempts = _attempts(state)
+        for attempt in range(1, attempts + 1):
+            try:
+                if inject is not None:
+                    inject(name, payload, attempt)
+                result: Any = {"Payload": self._invoke(payload)}
+                break
+            except Exception as exc:
+                if attempt == attempts:
+                    raise StepFailed(f"{name} failed {attempts} times: {type(exc).__name__}: {exc}") from exc
+        if "ResultSelector" in state:
+            result = _evaluate(state["ResultSelector"], result, context)
+        output = _place(data, state.get("ResultPath", "$"), result)
+        return _path(output, state["OutputPath"], context) if "OutputPath" in state else output
+
+    def _map(self, name: str, state: dict[str, Any], data: Any, execution: Execution, inject: Injector | None) -> Any:
+        run = execution.maps.setdefault(name, MapRun())
+        started = time.perf_counter()
+        processor = state["ItemProcessor"]
+        inner = processor["States"][processor["StartAt"]]
+        for item in self._items(state["ItemReader"], data):
+            context = {"Map": {"Item": {"Value": item}}}
+            payload = _evaluate(state["ItemSelector"], data, context) if "ItemSelector" in state else item
+            tries = 0
+
+            def counted(step: str, body: dict[str, Any], attempt: int) -> None:
+                nonlocal tries
+                tries = attempt
+                if inject is not None:
+                    inject(step, body, attempt)
+
+            run.results.append(self._task(processor["StartAt"], inner, payload, context, counted))
+            run.items += 1
+            run.attempts += tries
+            if tries > 1:
+                run.retried.append(json.dumps(payload, sort_keys=True))
+        run.seconds += time.perf_counter() - started
+        return _place(data, state.get("ResultPath", "$"), run.results)
+
+    def _items(self, reader: dict[str, Any], data: Any) -> list[Any]:
+        parameters = _evaluate(reader.get("Parameters", {}), data, {})
+        s3 = self._s3()
+        if reader["Resource"].endswith(":s3:listObjectsV2"):
+            items: list[Any] = []
+            for page in s3.get_paginator("list_objects_v2").paginate(
+                Bucket=self._bucket(), Prefix=parameters.get("Prefix", "")
+            ):
+                items += [{"Key": o["Key"], "Size": o["Size"], "Etag": o["ETag"]} for o in page.get("Contents", [])]
+            return items
+        if reader["Resource"].endswith(":s3:getObject"):
+            body = s3.get_object(Bucket=self._bucket(), Key=parameters["Key"])["Body"].read()
+            found = json.loads(body)
+            if not isinstance(found, list):
+                raise StepFailed(f"{parameters['Key']}: a JSON ItemReader needs an array")
+            return found
+        raise StepFailed(f"ItemReader {reader['Resource']} is not run locally")
+
+    def _invoke(self, payload: dict[str, Any]) -> dict[str, Any]:
+        use_pipeline(self.local.pipeline)
+        try:
+            with self.local.iam.acting_as(self.function):
+                return self.local._invoke(self.handler, payload)
+        finally:
+            use_pipeline(None)
+
+    def _bucket(self) -> str:
+        return self.local.stack.physical["SitemapBucket"]
+
+    def _s3(self) -> Any:
+        from sitemap_updater.local.stack import session
+
+        return session().client("s3", endpoint_url=self.local.endpoint_url)
+
+
+def _attempts(state: dict[str, Any]) -> int:
+    """Attempts a Task's Retry allows for any error (``States.ALL``): its MaxAttempts retries plus the first."""
+    for retrier in state.get("Retry", []):
+        if "States.ALL" in retrier.get("ErrorEquals", []):
+            return 1 + int(retrier.get("MaxAttempts", 3))
+    return 1
+
+
+def _evaluate(template: Any, data: Any, context: dict[str, Any]) -> Any:
+    """A Parameters-like object with its ``.$`` keys' paths resolved."""
+    if isinstance(template, dict):
+        out: dict[str, Any] = {}
+        for key, value in template.items():
+            if key.endswith(".$"):
+                out[key[:-2]] = _value(str(value), data, context)
+            elif isinstance(value, dict) and ("Ref" in value or "Fn::GetAtt" in value):
+                out[key] = value  # a resource name: the local run knows its own
+            else:
+                out[key] = _evaluate(value, data, context)
+        return out
+    return template
+
+
+def _value(expression: str, data: Any, context: dict[str, Any]) -> Any:
+    formatted = _FORMAT.fullmatch(expression)
+    if formatted:
+        template, argument = formatted.groups()
+        return template.replace("{}", str(_value(argument.strip(), data, context)), 1)
+    return _path(data, expression, context)
+
+
+def _path(data: Any, path: str, context: dict[str, Any]) -> Any:
+    root, rest = (context, path[2:]) if path.startswith("$$") else (data, path[1:])
+    for part in [p for p in rest.split(".") if p]:
+        root = root[part]
+    return root
+
+
+def _place(data: Any, path: str | None, result: Any) -> Any:
+    """``ResultPath``: null keeps the input, ``$`` replaces it, ``$.x`` sets one field."""
+    if path is None:
+        return data
+    if path == "$":
+        return result
+    placed = dict(data)
+    placed[path.removeprefix("$.")] = result
+    return placed

@@ -1,0 +1,231 @@
+"""Bootstrap: load a site of any size, or render every file again, as steps that many workers run at once.
+
+The steps of the ``BootstrapStateMachine`` (template.yaml), each one Lambda invocation:
+
+1. ``begin``: mark an import as running. From then on the rebuild function parks the rebuild requests it
+   receives (``park_batch``) instead of rebuilding, so no rebuild works on a section while the bootstrap renders
+   it; changes keep being recorded by ingest as usual.
+2. ``load_chunk``, one per export object under ``_bootstrap/<run>/export/`` (a Distributed Map over the prefix):
+   validate each JSONL line (gzip or not), keep the newest state per URL, and record each in the manifest by the
+   rank rules of an event (``record_state``), so a line older than a live event, or than a line of another chunk,
+   changes nothing. Rejected lines go to the ingest dead-letter queue with their reason. Each chunk is retried
+   alone; a retry records nothing twice.
+3. ``plan``: the ranges to render (``core/bootstrap_plan.py``) from the chunks' counts and the files already
+   published, written to ``_bootstrap/<run>/ranges.json`` for the next map.
+4. ``render_range``, one per range: read the range's manifest (it is sorted by section and key), plan its files
+   and publish those whose bytes changed, with their snapshots and records, as a rebuild does.
+5. ``finish``: retire files of an older layout that a range now covers, end the import, send the parked rebuild
+   requests again (so every change recorded meanwhile is published) and ask the index function for the index.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from sitemap_updater.core.bootstrap_plan import plan_in_range, render_ranges
+from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.messages import bootstrap_index_request
+from sitemap_updater.core.moments import to_micros
+from sitemap_updater.core.reduce import PageState, reduce_states, state_from_event
+from sitemap_updater.core.render import FILE_OVERHEAD
+from sitemap_updater.core.sharding import KEY_SPACE, KeyRange
+from sitemap_updater.service.dead_letters import dead_letter
+from sitemap_updater.service.ingest import Outcome, record_state
+from sitemap_updater.service.parked import replay_parked
+from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.rebuild import index_window, render_file
+
+PREFIX = "_bootstrap/"
+_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+RECORD_THREADS = 16  # a chunk's conditional writes in flight at once (each waits on one DynamoDB round trip)
+
+
+class BootstrapError(ValueError):
+    """A bootstrap step was asked for something it cannot do (a bad run name, a missing export object)."""
+
+
+def _run(run: str) -> str:
+    if not _RUN.fullmatch(run):
+        raise BootstrapError(f"run: {run!r} is not a run name (letters, digits, '.', '_', '-'; at most 64)")
+    return run
+
+
+def export_prefix(run: str) -> str:
+    """Where the operator puts the export's objects (JSONL, each optionally gzip) for run ``run``."""
+    return f"{PREFIX}{_run(run)}/export/"
+
+
+def ranges_name(run: str) -> str:
+    return f"{PREFIX}{_run(run)}/ranges.json"
+
+
+def _counts_name(run: str, chunk: str) -> str:
+    return f"{PREFIX}{_run(run)}/counts/{hashlib.sha256(chunk.encode()).hexdigest()[:32]}.json"
+
+
+def begin(pipeline: Pipeline, run: str) -> None:
+    """Mark an import as running: rebuild requests are parked until ``finish``."""
+    _run(run)
+    pipeline.store.set_import_running(True)
+
+
+@dataclass(slots=True)
+class ChunkResult:
+    """What one export object held and what recording it did."""
+
+    chunk: str
+    lines: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)  # recorded, stale, noop
+    sections: dict[str, int] = field(default_factory=dict)  # live pages per section, after the chunk's own reduce
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"chunk": self.chunk, "lines": self.lines, "accepted": self.accepted, "rejected": self.rejected,
+                "outcomes": dict(self.outcomes), "sections": self.sections}  # fmt: skip
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            yield number, line
+
+
+def load_chunk(pipeline: Pipeline, run: str, chunk: str, threads: int = RECORD_THREADS) -> ChunkResult:
+    """Validate and record one export object's lines (see the module's note); safe to run again."""
+    if not chunk.startswith(export_prefix(run)):
+        raise BootstrapError(f"key: {chunk!r} is not under {export_prefix(run)!r}")
+    data = pipeline.bucket.read(chunk)
+    if data is None:
+        raise BootstrapError(f"key: {chunk!r} does not exist")
+    result = ChunkResult(chunk)
+    states: list[PageState] = []
+    for number, line in _lines(data):
+        result.lines = number
+        try:
+            states.append(state_from_event(parse_event(line, pipeline.site).event))
+        except EventRejected as exc:
+            result.rejected += 1
+            body = line.decode("utf-8", "replace")
+            dead_letter(pipeline.dead_letters, body, str(exc), f"{chunk}:{number}")
+    result.accepted = len(states)
+    newest = sorted(reduce_states(states).values(), key=lambda s: s.url)
+    if threads > 1 and len(newest) > 1:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            outcomes = list(pool.map(lambda s: record_state(pipeline, s), newest))
+    else:
+        outcomes = [record_state(pipeline, s) for s in newest]
+    result.outcomes = Counter(str(o) for o in outcomes)
+    result.outcomes["recorded"] = result.outcomes.pop(str(Outcome.ACCEPTED), 0)
+    result.sections = dict(sorted(Counter(s.entry.section for s in newest if s.entry is not None).items()))
+    counts = json.dumps(result.sections, sort_keys=True).encode()
+    pipeline.bucket.put_if_absent(_counts_name(run, chunk), counts)  # the same bytes on a retry
+    return result
+
+
+def plan(pipeline: Pipeline, run: str) -> dict[str, Any]:
+    """Write the ranges to render; returns their number and where they are."""
+    counts: Counter[str] = Counter()
+    for name in pipeline.bucket.names(f"{PREFIX}{_run(run)}/counts/"):
+        counts.update(json.loads(pipeline.bucket.read(name) or b"{}"))
+    for published in pipeline.store.files():
+        if published.state == "live":
+            counts[published.section] += published.url_count
+    ranges = [{"section": section, "start": f"{r.start:016x}", "depth": r.depth}
+              for section, r in render_ranges(counts, pipeline.limits)]  # fmt: skip
+    data = json.dumps(ranges, separators=(",", ":")).encode()
+    name = ranges_name(run)
+    if not pipeline.bucket.put_if_absent(name, data) and pipeline.bucket.read(name) != data:
+        raise BootstrapError(f"run: {run!r} was planned before with other counts; start a new run")
+    return {"ranges": len(ranges), "key": name, "sections": dict(sorted(counts.items()))}
+
+
+def range_of(start: str, depth: int) -> KeyRange:
+    """The key range a ``ranges.json`` item names."""
+    first = int(start, 16)
+    if not 0 <= depth <= 64 or first % (KEY_SPACE >> depth):
+        raise BootstrapError(f"start: {start!r} at depth {depth} is not a range of the key tree")
+    return KeyRange(first, first + (KEY_SPACE >> depth), depth)
+
+
+@dataclass(slots=True)
+class RangeResult:
+    section: str
+    files: list[str] = field(default_factory=list)
+    put: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
+    urls: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"section": self.section, "files": len(self.files), "put": len(self.put),
+                "retired": len(self.retired), "urls": self.urls}  # fmt: skip
+
+
+def render_range(pipeline: Pipeline, section: str, within: KeyRange) -> RangeResult:
+    """Publish the files of one range of ``section`` from its manifest (see the module's note)."""
+    store = pipeline.store
+    states = sorted(store.entries(section, within), key=lambda s: (s.key, s.url))
+    live = [s.entry for s in states if s.entry is not None]
+    layout = plan_in_range([e.key for e in live], [e.size for e in live], within, pipeline.limits, FILE_OVERHEAD)
+    records = [f for f in store.files(section) if within.start <= f.key_range.start < within.end]
+    names = {r.file_name(section) for r in layout}
+    # A record still "writing" that the layout no longer names is left to the section's next rebuild.
+    by_range = {f.key_range: f for f in records if f.state == "live"}
+    holders = {f.name: f for f in records if f.state != "unnamed" and f.name in names}
+    seq = store.section_seq(section)
+    stamp = (seq + store.next_rebuild(section), seq, to_micros(pipeline.clock()))
+    result = RangeResult(section, urls=len(live))
+    fresh = []
+    for key_range in layout:
+        inside = [s for s in states if key_range.start <= s.key < key_range.end]
+        record, put = render_file(pipeline, section, key_range, inside, by_range.get(key_range), holders, stamp)
+        result.files.append(key_range.file_name(section))
+        if put:
+            result.put.append(key_range.file_name(section))
+        if record is not None:
+            fresh.append(record)
+    for published in fresh:
+        store.put_file(published)  # after the bytes exist: the index only ever names published files
+    kept = set(layout)
+    for old in by_range.values():
+        if (
+            old.key_range not in kept
+            and within.end >= old.key_range.end
+            and store.move_file_state(old, "live", "retiring")
+        ):
+            result.retired.append(old.name)
+    return result
+
+
+def finish(pipeline: Pipeline, run: str) -> dict[str, Any]:
+    """Retire files wider than a rendered range, end the import, resend parked requests, ask for the index."""
+    data = pipeline.bucket.read(ranges_name(run))
+    if data is None:
+        raise BootstrapError(f"run: {run!r} has no ranges.json; its plan step did not run")
+    rendered: dict[str, list[KeyRange]] = {}
+    for item in json.loads(data):
+        rendered.setdefault(item["section"], []).append(range_of(item["start"], int(item["depth"])))
+    retired = []
+    for published in pipeline.store.files():
+        wider = any(
+            published.key_range.start <= r.start and r.end <= published.key_range.end and r != published.key_range
+            for r in rendered.get(published.section, [])
+        )
+        if published.state == "live" and wider and pipeline.store.move_file_state(published, "live", "retiring"):
+            retired.append(published.name)
+    pipeline.store.set_import_running(False)
+    replayed = replay_parked(pipeline)
+    # The index function names the ranges' files (their records are pending for it), as after any rebuild.
+    pipeline.index_queue.send(*bootstrap_index_request(run, *index_window(pipeline)))
+    return {"retired": len(retired), "replayed": replayed}
