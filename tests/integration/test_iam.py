@@ -214,7 +214,12 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         again = [event(f"{BASE}/blog/b{i}", version=10, lastmod="2026-11-23") for i in range(4)]
         machine.upload("iam", [*(json.dumps(p).encode() for p in again), json.dumps(malformed).encode()], [0])
         live = event(f"{BASE}/docs/live", version=1, lastmod="2026-11-23")
-        machine.execute("iam", before=lambda state: state == "RenderRanges" and run.send_wave(bodies([live])))
+
+        def during(state: str) -> None:
+            if state == "RenderRanges":
+                run.send_wave(bodies([live]))
+
+        machine.execute("iam", before=during)
         run.drain()
         assert {f"{BASE}/docs/live", f"{BASE}/blog/b0"} <= _published_urls(run)
         # Then nothing any function did was denied

@@ -47,8 +47,9 @@ def test_sam_transform_gives_functions_with_partial_batch_responses() -> None:
     assert len(mappings) == 4
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings)
     functions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
-    # ingest, shard, index, notify, the three hourly ones (sweep, news expiry, reconciliation), and the webhook
-    assert len(functions) == 8
+    # ingest, shard, index, notify, the three hourly ones (sweep, news expiry, reconciliation), the webhook, and
+    # the bootstrap's worker
+    assert len(functions) == 9
     assert all(f["Architectures"] == ["arm64"] and f["Runtime"].startswith("python3.1") for f in functions)
 
 
@@ -122,3 +123,27 @@ def test_the_stack_prints_the_robots_txt_line_for_the_site() -> None:
     # robots.txt is the site's own file: the stack never writes it, it says which line to add
     outputs = transformed()["Outputs"]
     assert outputs["RobotsTxtLine"]["Value"] == {"Fn::Sub": "Sitemap: ${SiteUrl}/sitemap.xml"}
+
+
+def test_cfn_lint_checks_the_bootstrap_state_machine_definition(tmp_path: Path) -> None:
+    """The definition is a CloudFormation object (not SAM's generated string), so cfn-lint validates its states."""
+    broken = tmp_path / "template.yaml"
+    text = TEMPLATE.read_text(encoding="utf-8")
+    assert "            Type: Wait\n" in text
+    broken.write_text(text.replace("            Type: Wait\n", "            Type: Sleep\n", 1), encoding="utf-8")
+    cfn_lint = Path(sys.executable).parent / "cfn-lint"
+    run = subprocess.run([str(cfn_lint), str(broken)], capture_output=True, text=True, check=False)
+    assert run.returncode != 0
+    assert "E3601" in run.stdout and "'Sleep' is not one of" in run.stdout
+
+
+def test_the_bootstrap_waits_out_every_rebuild_that_started_before_it() -> None:
+    """Rebuild requests received after Begin are parked; one received just before it may still run, at most for
+    the rebuild function's timeout: the ranges are rendered only after that."""
+    resources = transformed()["Resources"]
+    timeout = int(resources["RebuildShardFunction"]["Properties"]["Timeout"])
+    definition = yaml_parse(TEMPLATE.read_text(encoding="utf-8"))["Resources"]["BootstrapStateMachine"]
+    states = definition["Properties"]["Definition"]["States"]
+    assert states["WaitForRunningRebuilds"]["Seconds"] > timeout
+    assert states["Plan"]["Next"] == "WaitForRunningRebuilds"
+    assert states["WaitForRunningRebuilds"]["Next"] == "RenderRanges"
