@@ -243,6 +243,20 @@ class Meter:
 
             return charge
 
+        def parked_size(parked_id: str, messages: list[tuple[str, str]]) -> int:  # pk, sk, the JSON of the requests
+            return 2 + 6 + 2 + len(parked_id) + 1 + sum(_utf8(g) + _utf8(b) + 8 for g, b in messages)
+
+        def park(parked_id: str, messages: list[tuple[str, str]]) -> Charge:
+            def charge(u: Usage, parked: bool) -> None:
+                u.rru += 2  # the import item's ConditionCheck: a read at the transaction's double rate
+                if parked:
+                    self._write(u, 0, parked_size(parked_id, messages), factor=2)
+
+            return charge
+
+        def parked(*_: Any) -> Charge:
+            return lambda u, found: self._query(u, [parked_size(i, m) for i, m in found])
+
         def small_read(*_: Any) -> Charge:
             return lambda u, _r: self._read(u, [60])
 
@@ -272,6 +286,9 @@ class Meter:
             "put_index_sha": ("PutItem", small_write),
             "import_running": ("GetItem", small_read),
             "set_import_running": ("PutItem", small_write),  # or DeleteItem when done: one small item either way
+            "park": ("TransactWriteItems", park),
+            "parked": ("Query", parked),
+            "unpark": ("DeleteItem", small_write),
             "held": ("Query", held),
             "hold": ("BatchWriteItem", hold),
             "release": ("BatchWriteItem", release),

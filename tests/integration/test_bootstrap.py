@@ -84,8 +84,12 @@ def test_a_chunk_failing_on_every_attempt_fails_the_execution_before_anything_is
         if state == "LoadChunk" and payload["key"] == names[1]:
             raise RuntimeError("the object cannot be read")
 
-    with pytest.raises(StepFailed, match="LoadChunk failed 5 times"):
+    with pytest.raises(StepFailed, match="BootstrapFailed") as failed:
         machine.execute("broken", inject=inject)
+    assert "LoadChunk failed 5 times" in str(failed.value)
+    # The failure ended the import: nothing stays parked, no rebuild is held back
+    assert not run.pipeline.store.import_running()
+    run.drain()
     assert run.published() == {}
     # Run again once the cause is fixed: it completes, recording nothing twice (the first chunk's 30 pages)
     execution = machine.execute("broken")
@@ -135,3 +139,16 @@ def test_rejected_lines_go_to_the_dead_letter_queue_with_their_reason(local_run:
     assert len(reasons) == 2
     assert any("occurred_at" in r for r in reasons)
     assert run.published() == reference_site(pages, Limits(max_urls=MAX_URLS)).all_bytes()
+
+
+def test_an_object_that_is_not_an_export_of_page_events_fails_with_its_reason_and_floods_nothing(
+    local_run: LocalRunFactory,
+) -> None:
+    run = local_run(MAX_URLS)
+    machine = LocalStateMachine(run)
+    machine.upload("wrong", [b"id,title\n1,Home\n2,About\n" + json.dumps(event(f"{BASE}/blog/a")).encode()])
+    with pytest.raises(StepFailed, match="3 of 4 events were rejected") as failed:
+        machine.execute("wrong")
+    assert "line 1: " in str(failed.value)
+    assert _dead_letters(run, "IngestDeadLetterQueue") == []
+    assert not run.pipeline.store.import_running()

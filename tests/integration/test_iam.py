@@ -211,8 +211,9 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         # And the site loaded again by the bootstrap state machine, with a line it rejects, while a change arrives
         # (its rebuild request is parked until the end, then sent again)
         machine = LocalStateMachine(run)
-        again = [event(f"{BASE}/blog/b{i}", version=10, lastmod="2026-11-23") for i in range(4)]
-        machine.upload("iam", [*(json.dumps(p).encode() for p in again), json.dumps(malformed).encode()], [0])
+        again = bodies([event(f"{BASE}/blog/b{i}", version=10, lastmod="2026-11-23") for i in range(7)])
+        chunks = ["\n".join(again[:3]), "\n".join([*again[3:], json.dumps(malformed)])]  # one line in 5 rejected
+        machine.upload("iam", [c.encode() for c in chunks], [0])
         live = event(f"{BASE}/docs/live", version=1, lastmod="2026-11-23")
 
         def during(state: str) -> None:

@@ -24,7 +24,8 @@ def test_a_section_is_cut_into_ranges_of_at_least_four_files_worth() -> None:
 
 def test_the_ranges_cover_each_section_once() -> None:
     ranges = render_ranges({"blog": 500, "docs": 0, "news": 50}, Limits(max_urls=10))
-    assert sorted({s for s, _ in ranges}) == ["blog", "news"]
+    assert sorted({s for s, _ in ranges}) == ["blog", "docs", "news"]  # docs: its deletes still render
+    assert [r for s, r in ranges if s == "docs"] == [KeyRange(0, KEY_SPACE, 0)]
     blog = sorted((r for s, r in ranges if s == "blog"), key=lambda r: r.start)
     assert len(blog) == 8
     assert blog[0].start == 0 and blog[-1].end == KEY_SPACE

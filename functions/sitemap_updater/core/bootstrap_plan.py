@@ -30,13 +30,12 @@ def range_depth(urls: int, limits: Limits) -> int:
 
 
 def render_ranges(counts: Mapping[str, int], limits: Limits) -> list[tuple[str, KeyRange]]:
-    """Every range to render: for each section with URLs (``counts`` may count a URL more than once: an
-    estimate from above cuts ranges no smaller than they should be), its key space cut at ``range_depth``."""
+    """Every range to render: for each section of ``counts`` (its live URLs; an estimate from above cuts ranges
+    no smaller than they should be; a section of deletes alone, 0, is one range), its key space cut at
+    ``range_depth``."""
     ranges: list[tuple[str, KeyRange]] = []
     for section in sorted(counts):
-        if counts[section] <= 0:
-            continue
-        depth = range_depth(counts[section], limits)
+        depth = range_depth(max(0, counts[section]), limits)
         width = KEY_SPACE >> depth
         ranges += [(section, KeyRange(i * width, (i + 1) * width, depth)) for i in range(1 << depth)]
     return ranges

@@ -1,5 +1,6 @@
 """Lambda: one step of the bootstrap state machine (``BootstrapStateMachine`` in template.yaml), named by the
-event's ``step``: begin, chunk (one export object), plan, render (one key range), finish."""
+event's ``step``: begin, chunk (one export object), plan, render (one key range), finish, and end (after a
+failed step)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         answer = bootstrap.render_range(pipeline, str(event.get("section", "")), within).as_dict()
     elif step == "finish":
         answer = bootstrap.finish(pipeline, run)
+    elif step == "end":  # after a failed step: the import ends, nothing stays parked
+        answer = bootstrap.end(pipeline, run)
     else:
-        raise bootstrap.BootstrapError(f"step: {step!r} is not one of begin, chunk, plan, render, finish")
+        raise bootstrap.BootstrapError(f"step: {step!r} is not one of begin, chunk, plan, render, finish, end")
     logger.info("bootstrap step done", extra={"step": step, "run": run, **answer})
     return answer

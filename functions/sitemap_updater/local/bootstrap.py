@@ -4,8 +4,9 @@ It reads the definition from the template and walks its states as Step Functions
 definition uses: a Task's payload is built from its ``Parameters`` (``.$`` keys are paths: ``$``, ``$.a.b``,
 ``$$.Map.Item.Value.x`` and ``States.Format``), its result goes through ``ResultSelector``, ``ResultPath`` and
 ``OutputPath``; a Map reads its items with its ``ItemReader`` (S3 ``listObjectsV2`` or a JSON array object),
-builds each with ``ItemSelector`` and runs its one Task per item, retried alone as its ``Retry`` says; a Wait is
-noted, not waited (nothing runs concurrently here). Every Task runs the real handler, under its function's IAM
+builds each with ``ItemSelector`` and runs its one Task per item, retried alone as its ``Retry`` says; a Catch
+of ``States.ALL`` places the error and goes on; a Fail raises; a Wait is noted, not waited (nothing runs
+concurrently here). Every Task runs the real handler, under its function's IAM
 policy as a local run enforces it. Items run one after another: what is measured is the work, not parallelism.
 """
 
@@ -18,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sitemap_updater.local.runner import TEMPLATE, LocalRun
 from sitemap_updater.local.stack import load_template
@@ -50,20 +51,62 @@ class Execution:
     states: list[str] = field(default_factory=list)
     maps: dict[str, MapRun] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    error: Any = None  # what a Fail state was given: the error a Catch placed
 
 
 Injector = Callable[[str, dict[str, Any], int], None]  # (state, payload, attempt): raise to fail that attempt
 
 
-class LocalStateMachine:
-    """Runs ``BootstrapStateMachine`` on ``local`` (a :class:`LocalRun`)."""
+class Backend(Protocol):
+    """Where the state machine runs: the worker's invocation and the bucket its ItemReaders read."""
 
-    def __init__(self, local: LocalRun, template: Path | None = None) -> None:
+    def invoke(self, payload: dict[str, Any]) -> dict[str, Any]: ...
+    def list_objects(self, prefix: str) -> list[dict[str, Any]]: ...
+    def get_object(self, key: str) -> bytes: ...
+    def put_object(self, key: str, body: bytes) -> None: ...
+
+
+class LocalRunBackend:
+    """A local stack: the real handler under the worker's IAM policy, the stack's bucket."""
+
+    def __init__(self, local: LocalRun, handler: str, function: str) -> None:
+        from sitemap_updater.local.stack import session
+
+        self.local, self.handler, self.function = local, handler, function
+        self.s3 = session().client("s3", endpoint_url=local.endpoint_url)
+        self.bucket = local.stack.physical["SitemapBucket"]
+
+    def invoke(self, payload: dict[str, Any]) -> dict[str, Any]:
+        use_pipeline(self.local.pipeline)
+        try:
+            with self.local.iam.acting_as(self.function):
+                return self.local._invoke(self.handler, payload)
+        finally:
+            use_pipeline(None)
+
+    def list_objects(self, prefix: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            items += [{"Key": o["Key"], "Size": o["Size"], "Etag": o["ETag"]} for o in page.get("Contents", [])]
+        return items
+
+    def get_object(self, key: str) -> bytes:
+        return bytes(self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+
+    def put_object(self, key: str, body: bytes) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
+
+
+class LocalStateMachine:
+    """Runs ``BootstrapStateMachine`` on a local stack (a :class:`LocalRun`) or another :class:`Backend`."""
+
+    FUNCTION = "BootstrapFunction"
+
+    def __init__(self, local: LocalRun | Backend, template: Path | None = None) -> None:
         resources = load_template(template or TEMPLATE)["Resources"]
-        self.local = local
         self.definition: dict[str, Any] = resources[STATE_MACHINE]["Properties"]["Definition"]
-        self.function = "BootstrapFunction"
-        self.handler = str(resources[self.function]["Properties"]["Handler"])
+        self.handler = str(resources[self.FUNCTION]["Properties"]["Handler"])
+        self.backend = LocalRunBackend(local, self.handler, self.FUNCTION) if isinstance(local, LocalRun) else local
 
     def upload(self, run: str, chunks: Sequence[bytes], gzipped: Sequence[int] = ()) -> list[str]:
         """Put the export's chunks where the state machine reads them (those in ``gzipped`` compressed)."""
@@ -71,7 +114,7 @@ class LocalStateMachine:
         for number, data in enumerate(chunks):
             name = f"{export_prefix(run)}part-{number:05d}.jsonl" + (".gz" if number in gzipped else "")
             body = gzip.compress(data, mtime=0) if number in gzipped else data
-            self._s3().put_object(Bucket=self._bucket(), Key=name, Body=body)
+            self.backend.put_object(name, body)
             names.append(name)
         return names
 
@@ -88,14 +131,26 @@ class LocalStateMachine:
                 before(name)
             started = time.perf_counter()
             execution.states.append(name)
-            if state["Type"] == "Task":
-                data = self._task(name, state, data, {}, inject)
-            elif state["Type"] == "Map":
-                data = self._map(name, state, data, execution, inject)
-            elif state["Type"] != "Wait":
-                raise StepFailed(f"{name}: a {state['Type']} state is not run locally")
+            following = None if state.get("End") else state.get("Next")
+            try:
+                if state["Type"] == "Task":
+                    data = self._task(name, state, data, {}, inject)
+                elif state["Type"] == "Map":
+                    data = self._map(name, state, data, execution, inject)
+                elif state["Type"] == "Fail":
+                    execution.error = data.get("error") if isinstance(data, dict) else None
+                    raise StepFailed(f"{state.get('Error', 'Failed')}: {state.get('Cause', '')} ({execution.error})")
+                elif state["Type"] != "Wait":
+                    raise StepFailed(f"{name}: a {state['Type']} state is not run locally")
+            except StepFailed as exc:
+                catcher = next((c for c in state.get("Catch", []) if "States.ALL" in c["ErrorEquals"]), None)
+                if catcher is None:
+                    raise
+                error = {"Error": "States.TaskFailed", "Cause": str(exc)}
+                data = _place(data, catcher.get("ResultPath", "$"), error)
+                following = catcher["Next"]
             execution.seconds[name] = time.perf_counter() - started
-            name = None if state.get("End") else state["Next"]
+            name = following
         execution.output = data
         return execution
 
@@ -110,7 +165,7 @@ class LocalStateMachine:
             try:
                 if inject is not None:
                     inject(name, payload, attempt)
-                result: Any = {"Payload": self._invoke(payload)}
+                result: Any = {"Payload": self.backend.invoke(payload)}
                 break
             except Exception as exc:
                 if attempt == attempts:
@@ -146,37 +201,14 @@ class LocalStateMachine:
 
     def _items(self, reader: dict[str, Any], data: Any) -> list[Any]:
         parameters = _evaluate(reader.get("Parameters", {}), data, {})
-        s3 = self._s3()
         if reader["Resource"].endswith(":s3:listObjectsV2"):
-            items: list[Any] = []
-            for page in s3.get_paginator("list_objects_v2").paginate(
-                Bucket=self._bucket(), Prefix=parameters.get("Prefix", "")
-            ):
-                items += [{"Key": o["Key"], "Size": o["Size"], "Etag": o["ETag"]} for o in page.get("Contents", [])]
-            return items
+            return self.backend.list_objects(parameters.get("Prefix", ""))
         if reader["Resource"].endswith(":s3:getObject"):
-            body = s3.get_object(Bucket=self._bucket(), Key=parameters["Key"])["Body"].read()
-            found = json.loads(body)
+            found = json.loads(self.backend.get_object(parameters["Key"]))
             if not isinstance(found, list):
                 raise StepFailed(f"{parameters['Key']}: a JSON ItemReader needs an array")
             return found
         raise StepFailed(f"ItemReader {reader['Resource']} is not run locally")
-
-    def _invoke(self, payload: dict[str, Any]) -> dict[str, Any]:
-        use_pipeline(self.local.pipeline)
-        try:
-            with self.local.iam.acting_as(self.function):
-                return self.local._invoke(self.handler, payload)
-        finally:
-            use_pipeline(None)
-
-    def _bucket(self) -> str:
-        return self.local.stack.physical["SitemapBucket"]
-
-    def _s3(self) -> Any:
-        from sitemap_updater.local.stack import session
-
-        return session().client("s3", endpoint_url=self.local.endpoint_url)
 
 
 def _attempts(state: dict[str, Any]) -> int:

@@ -38,6 +38,7 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.reduce import PageState, reduce_states, state_from_event
 from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange
+from sitemap_updater.service.build import MAX_REJECTED_SHARE, refusal
 from sitemap_updater.service.dead_letters import dead_letter
 from sitemap_updater.service.ingest import Outcome, record_state
 from sitemap_updater.service.parked import replay_parked
@@ -102,8 +103,9 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
             yield number, line
 
 
-def load_chunk(pipeline: Pipeline, run: str, chunk: str, threads: int = RECORD_THREADS) -> ChunkResult:
+def load_chunk(pipeline: Pipeline, run: str, chunk: str, threads: int | None = None) -> ChunkResult:
     """Validate and record one export object's lines (see the module's note); safe to run again."""
+    threads = RECORD_THREADS if threads is None else threads
     if not chunk.startswith(export_prefix(run)):
         raise BootstrapError(f"key: {chunk!r} is not under {export_prefix(run)!r}")
     data = pipeline.bucket.read(chunk)
@@ -111,15 +113,20 @@ def load_chunk(pipeline: Pipeline, run: str, chunk: str, threads: int = RECORD_T
         raise BootstrapError(f"key: {chunk!r} does not exist")
     result = ChunkResult(chunk)
     states: list[PageState] = []
+    rejected: list[tuple[str, str, str]] = []  # body, reason, source
     for number, line in _lines(data):
         result.lines = number
         try:
             states.append(state_from_event(parse_event(line, pipeline.site).event))
         except EventRejected as exc:
             result.rejected += 1
-            body = line.decode("utf-8", "replace")
-            dead_letter(pipeline.dead_letters, body, str(exc), f"{chunk}:{number}")
+            rejected.append((line.decode("utf-8", "replace"), f"line {number}: {exc}", f"{chunk}:{number}"))
     result.accepted = len(states)
+    reason = refusal(result.accepted, result.rejected, MAX_REJECTED_SHARE) if result.rejected else None
+    if reason is not None:  # not an export of page events: stop before flooding the dead-letter queue
+        raise BootstrapError(f"key: {chunk!r}: {reason}; the first: {rejected[0][1]}")
+    for body, why, source in rejected:
+        dead_letter(pipeline.dead_letters, body, why, source)
     newest = sorted(reduce_states(states).values(), key=lambda s: s.url)
     if threads > 1 and len(newest) > 1:
         with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -128,7 +135,9 @@ def load_chunk(pipeline: Pipeline, run: str, chunk: str, threads: int = RECORD_T
         outcomes = [record_state(pipeline, s) for s in newest]
     result.outcomes = Counter(str(o) for o in outcomes)
     result.outcomes["recorded"] = result.outcomes.pop(str(Outcome.ACCEPTED), 0)
-    result.sections = dict(sorted(Counter(s.entry.section for s in newest if s.entry is not None).items()))
+    live = Counter(s.entry.section for s in newest if s.entry is not None)
+    deleted = {s.tombstone.section for s in newest if s.tombstone is not None}
+    result.sections = {section: live.get(section, 0) for section in sorted({*live, *deleted})}
     counts = json.dumps(result.sections, sort_keys=True).encode()
     pipeline.bucket.put_if_absent(_counts_name(run, chunk), counts)  # the same bytes on a retry
     return result
@@ -224,8 +233,15 @@ def finish(pipeline: Pipeline, run: str) -> dict[str, Any]:
         )
         if published.state == "live" and wider and pipeline.store.move_file_state(published, "live", "retiring"):
             retired.append(published.name)
+    return {"retired": len(retired), **end(pipeline, run)}
+
+
+def end(pipeline: Pipeline, run: str) -> dict[str, Any]:
+    """End the import: the rebuild function works again, the requests it parked are sent again, and the index
+    function names every file published. Also what a failed execution does last, so that no failure leaves the
+    site's changes parked."""
     pipeline.store.set_import_running(False)
     replayed = replay_parked(pipeline)
     # The index function names the ranges' files (their records are pending for it), as after any rebuild.
-    pipeline.index_queue.send(*bootstrap_index_request(run, *index_window(pipeline)))
-    return {"retired": len(retired), "replayed": replayed}
+    pipeline.index_queue.send(*bootstrap_index_request(_run(run), *index_window(pipeline)))
+    return {"replayed": replayed}
