@@ -6,16 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sitemap_updater.service import bootstrap
 from sitemap_updater.wiring.pipeline import current_pipeline
 
 logger = Logger()
+metrics = Metrics()
 
 
 @logger.inject_lambda_context
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     step, run = str(event.get("step", "")), str(event.get("run", ""))
     pipeline = current_pipeline()
@@ -24,12 +27,18 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         bootstrap.begin(pipeline, run)
         answer = {"run": run}
     elif step == "chunk":
-        answer = bootstrap.load_chunk(pipeline, run, str(event.get("key", ""))).as_dict()
+        loaded = bootstrap.load_chunk(pipeline, run, str(event.get("key", "")))
+        metrics.add_metric(name="BootstrapLines", unit=MetricUnit.Count, value=loaded.lines)
+        metrics.add_metric(name="BootstrapRejected", unit=MetricUnit.Count, value=loaded.rejected)
+        metrics.add_metric(name="BootstrapRecorded", unit=MetricUnit.Count, value=loaded.outcomes["recorded"])
+        answer = loaded.as_dict()
     elif step == "plan":
         answer = bootstrap.plan(pipeline, run)
     elif step == "render":
         within = bootstrap.range_of(str(event.get("start", "")), int(event.get("depth", -1)))
-        answer = bootstrap.render_range(pipeline, str(event.get("section", "")), within).as_dict()
+        rendered = bootstrap.render_range(pipeline, str(event.get("section", "")), within)
+        metrics.add_metric(name="FilesWritten", unit=MetricUnit.Count, value=len(rendered.put))
+        answer = rendered.as_dict()
     elif step == "finish":
         answer = bootstrap.finish(pipeline, run)
     elif step == "end":  # after a failed step: the import ends, nothing stays parked
