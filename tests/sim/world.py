@@ -26,6 +26,7 @@ from sitemap_updater.core.feed import FEED_NAME
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, text_twin
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
+from sitemap_updater.service.bootstrap import end as bootstrap_end
 from sitemap_updater.service.ingest import IngestResult, Outcome
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline
@@ -175,6 +176,14 @@ class Simulation:
         self._drifted: set[str] = set()
         self._injecting = False
         self._drift_found = False
+        # An import or bootstrap running for a while in a fifth of the sequences: rebuild requests are parked, and
+        # its end (retried until it completes, as the state machine does) sends them again.
+        self._import_window: tuple[float, float] | None = None
+        if config.seed % 5 == 2:
+            timing = random.Random(config.seed * 31 + 5)
+            start = timing.uniform(0, config.span_s)
+            self._import_window = (start, start + timing.uniform(10, 600))
+        self._import_state = 0  # 0: not begun, 1: running, 2: ended
         self._build_stack()
 
     # --- set-up from the template ----------------------------------------------------------------------
@@ -333,6 +342,7 @@ class Simulation:
             with contextlib.redirect_stdout(io.StringIO()):
                 while True:
                     now = self.clock.now
+                    self._import_step(now)
                     while sends and sends[0][0] <= now:
                         _, body, delay = sends.pop(0)
                         self.ingest_queue.add(body, {}, None, None, now, delay)
@@ -349,7 +359,7 @@ class Simulation:
                     if started:
                         continue
                     # Idle: nothing visible now. Move virtual time on, or finish with the hourly sweep.
-                    upcoming = [t for t in (sends[0][0] if sends else None, *(
+                    upcoming = [t for t in (sends[0][0] if sends else None, self._import_due(), *(
                         q.next_available(now) for q in self.queues.values()
                     )) if t is not None and t > now]  # fmt: skip
                     if upcoming:
@@ -365,7 +375,7 @@ class Simulation:
                             self.clock.now = max(self.clock.now, next_sweep)
                             next_sweep += 3600.0
                             continue
-                        if not unnamed and not self.store.outbox:
+                        if not unnamed and not self.store.outbox and self._import_state != 1:
                             break
                         # An outbox left open by a batch that died is the sweep's once it is old enough (the next
                         # hourly run); files the index stopped naming wait out their grace.
@@ -439,6 +449,30 @@ class Simulation:
             self._crashed.add(task.name)
         for message in messages:
             function.queue.settle(message, message.id not in failed, self.clock.now)
+
+    def _import_due(self) -> float | None:
+        """When the import window next begins or ends (None: no window, or over)."""
+        if self._import_window is None or self._import_state == 2:
+            return None
+        return self._import_window[self._import_state]
+
+    def _import_step(self, now: float) -> None:
+        window = self._import_window
+        if window is None or self._import_state == 2:
+            return
+        if self._import_state == 0 and now >= window[0]:
+            self.store.importing = True  # Begin
+            self._import_state = 1
+        if self._import_state == 1 and now >= window[1]:
+            while True:  # the state machine retries its end until it completes
+                task = self.sched.spawn("BootstrapEnd", partial(bootstrap_end, self.pipeline, "sim"), True)
+                while not task.done:
+                    task.step()
+                    self.result.steps += 1
+                self.sched.tasks.remove(task)
+                if isinstance(task.result, dict):
+                    break
+            self._import_state = 2
 
     def _sweep(self, faults: bool) -> int:
         """The hourly scheduled functions, the sweep and news expiry (the final run without faults, once every
