@@ -197,6 +197,9 @@ class LocalStateMachine:
             if tries > 1:
                 run.retried.append(json.dumps(payload, sort_keys=True))
         run.seconds += time.perf_counter() - started
+        if "ResultWriter" in state:  # as Step Functions writes them: one object of the succeeded items
+            prefix = _evaluate(state["ResultWriter"].get("Parameters", {}), data, {}).get("Prefix", "")
+            self.backend.put_object(f"{prefix}/local/SUCCEEDED_0.json", json.dumps(run.results).encode())
         return _place(data, state.get("ResultPath", "$"), run.results)
 
     def _items(self, reader: dict[str, Any], data: Any) -> list[Any]:
