@@ -152,3 +152,30 @@ def test_an_object_that_is_not_an_export_of_page_events_fails_with_its_reason_an
     assert "line 1: " in str(failed.value)
     assert _dead_letters(run, "IngestDeadLetterQueue") == []
     assert not run.pipeline.store.import_running()
+
+
+def test_a_run_that_failed_while_rendering_resumes_with_its_plan(local_run: LocalRunFactory) -> None:
+    # Given a bootstrap whose second range fails on every attempt
+    run = local_run(MAX_URLS)
+    pages = _pages(100)
+    machine = LocalStateMachine(run)
+    machine.upload("resume", _chunks(pages, 2))
+    calls: list[str] = []
+
+    def inject(state: str, payload: dict[str, Any], attempt: int) -> None:
+        if state == "RenderRange":
+            calls.append(f"{payload['section']}:{payload['start']}")
+            if calls[0] != calls[-1] and len(set(calls)) == 2:
+                raise RuntimeError("the worker died")
+
+    with pytest.raises(StepFailed, match="BootstrapFailed"):
+        machine.execute("resume", inject=inject)
+    run.drain()
+    written = {name: data for name, data in run.published().items() if name != "sitemap.xml"}
+    assert written  # the first range's files are out, and named by the index
+    # When it runs again with the same name, it keeps its plan and writes only what is missing
+    execution = machine.execute("resume")
+    run.drain()
+    assert run.published() == reference_site(pages, Limits(max_urls=MAX_URLS)).all_bytes()
+    first = execution.maps["RenderRanges"].results[0]
+    assert first["put"] == 0 and first["files"] > 0
