@@ -66,6 +66,7 @@ bench: venv
 	$(BIN)/python -m bench.full_build
 	$(BIN)/python -m bench.local_scale
 	$(BIN)/python -m bench.webhooks
+	$(BIN)/python -m bench.bootstrap  # 10M pages through the state machine's harness: about 30 min and 13 GB
 
 # 10,000 simulated sequences with faults (not part of `make test`); writes its result into docs/reliability.md.
 soak: venv
