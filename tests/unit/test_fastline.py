@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.event_rules import MAX_BODY_BYTES
 from sitemap_updater.core.events import parse_event
-from sitemap_updater.core.fastline import LineParser
+from sitemap_updater.core.fastline import _DECODE, LineParser, _decode_chunk
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.spill import Spilled, SpillGroups, spill_state
 from sitemap_updater.core.urls import Site
@@ -352,3 +353,94 @@ def test_parse_numbers_every_line_and_leaves_the_others_with_their_numbers() -> 
     assert one is not None
     assert head == one[2] * 3
     assert blob == one[3] * 3
+
+
+def one_by_one(data: bytes) -> list[Any]:
+    """Each line read on its own, as the fast path read lines before it read a chunk at once."""
+    decoded: list[Any] = []
+    for raw in data.splitlines():
+        try:
+            decoded.append(None if len(raw) > MAX_BODY_BYTES else _DECODE(raw))
+        except ValueError:
+            decoded.append(None)
+    return decoded
+
+
+TWO = json.dumps(VALID | {"url": f"{BASE}/blog/b"})
+# Lines that must not be read as the lines around them: a value cut in two (in a string, between members, in the
+# images), two values on one line (with the separator the chunk reader puts between lines among them), a bare null.
+SPLIT_LINES = [
+    VALID_JSON[:40].encode(),
+    VALID_JSON[40:].encode(),
+    VALID_JSON[: VALID_JSON.index(', "occurred_at"')].encode(),
+    VALID_JSON[VALID_JSON.index(', "occurred_at"') + 1 :].encode(),
+    VALID_JSON[: VALID_JSON.index('"version"')].encode(),
+    VALID_JSON[VALID_JSON.index('"version"') :].encode(),
+    VALID_JSON[: VALID_JSON.index('"title"')].encode(),
+    VALID_JSON[VALID_JSON.index('"title"') :].encode(),
+    f"{VALID_JSON},null,{TWO}".encode(),
+    f"{VALID_JSON},null,".encode(),
+    f"null,{TWO}".encode(),
+    f"{VALID_JSON} {TWO}".encode(),
+    f"{VALID_JSON},{TWO}".encode(),
+    f"{VALID_JSON}],[{TWO}".encode(),
+    b"null",
+    b",null,",
+    b"",
+    b"  ",
+    b"[",
+    b"]",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from([VALID_JSON.encode(), TWO.encode(), *TRICKY_LINES, *SPLIT_LINES]), max_size=12),
+    ends=st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    last=st.booleans(),
+)
+def test_a_chunk_read_at_once_is_read_as_its_lines_one_by_one(lines: list[bytes], ends: bytes, last: bool) -> None:
+    # Given a chunk of any lines, whole or cut, with any line ends, the last line ended or not
+    data = ends.join(lines) + (ends if last else b"")
+    # When the fast path reads the chunk
+    decoded, _ = _decode_chunk(data)
+    # Then it reads each line as that line alone reads
+    assert decoded == one_by_one(data)
+
+
+@pytest.mark.parametrize("size", [MAX_BODY_BYTES - 1000, MAX_BODY_BYTES, MAX_BODY_BYTES + 1, 3 * MAX_BODY_BYTES])
+@pytest.mark.parametrize("before", [0, 1, 5000])
+def test_a_line_over_the_queues_limit_is_left_to_the_model_path(size: int, before: int) -> None:
+    # Given a line of the common shape of about ``size`` bytes among short ones
+    body = VALID | {"images": [{"loc": "https://cdn.example.com/1.jpg", "title": "x" * 10}]}
+    pad = size - len(json.dumps(body))
+    long = json.dumps(VALID | {"images": [{"loc": "https://cdn.example.com/1.jpg", "title": "x" * (10 + pad)}]})
+    assert len(long) == size
+    data = "\n".join([TWO] * before + [long, TWO]).encode()
+    # When the fast path reads the chunk
+    decoded, _ = _decode_chunk(data)
+    # Then the long line is decoded only when it is within the limit, as one by one
+    assert decoded == one_by_one(data)
+    assert (decoded[before] is None) is (size > MAX_BODY_BYTES)
+
+
+def test_a_chunk_of_the_common_shape_is_read_at_once() -> None:
+    # Given a chunk whose every line is of the common shape, with \r\n line ends
+    data = b"\r\n".join([VALID_JSON.encode(), TWO.encode()] * 3) + b"\r\n"
+    # When the fast path reads it
+    decoded, lines = _decode_chunk(data)
+    # Then it reads it in one call (no lines split) as one by one
+    assert lines is None
+    assert decoded == one_by_one(data)
+
+
+@pytest.mark.parametrize("cut", [0, 2, 4, 6], ids=["in a string", "between members", "in a number", "in the images"])
+@pytest.mark.parametrize("ends", [b"\n", b"\r\n"])
+def test_a_value_cut_in_two_is_not_joined_again(cut: int, ends: bytes) -> None:
+    # Given a value cut over two lines, and a line holding two values with the chunk reader's separator between them
+    # (so that, joined again, the chunk would count as many values as lines)
+    data = ends.join([SPLIT_LINES[cut], SPLIT_LINES[cut + 1], SPLIT_LINES[8]])
+    # When the fast path reads the chunk
+    decoded, _ = _decode_chunk(data)
+    # Then no line is of the common shape, as one by one
+    assert decoded == one_by_one(data) == [None, None, None]

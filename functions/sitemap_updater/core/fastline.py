@@ -42,7 +42,14 @@ from sitemap_updater.core.event_rules import (
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.spill import BUCKET_BITS, HEAD, Spilled, SpillGroups
 from sitemap_updater.core.text import escape_text, forbidden_character
-from sitemap_updater.core.urls import ROOT_SECTION, Site, UrlError, canonical_media_url, canonical_page_url
+from sitemap_updater.core.urls import (
+    MAX_URL_LENGTH,
+    ROOT_SECTION,
+    Site,
+    UrlError,
+    canonical_media_url,
+    canonical_page_url,
+)
 
 _CACHE_LIMIT = 65_536
 # The date-time shapes both readers take the same way: seconds, up to six fraction digits, Z or +hh:mm.
@@ -52,6 +59,9 @@ _KEY_HASH = blake2b(digest_size=8)  # sharding.page_key's hash, copied per URL
 _FAST_HEAD = struct.Struct(HEAD.format.replace("Q", "8s", 1))
 _BUCKET_SHIFT = 8 - BUCKET_BITS  # a key's bucket from its first byte
 _ENTRY_BUDGET = MAX_ENTRY_BYTES - len(URL_CLOSE)
+# core.urls's clean path characters but ";" (Site.is_canonical refuses a URL holding one), and those of a segment.
+_PATH_CHARS = r"A-Za-z0-9\-._~!$&'()*+,=:@"
+_SEGMENT = f"[{_PATH_CHARS}]"
 
 
 class _Image(Struct, forbid_unknown_fields=True, gc=False):
@@ -76,6 +86,10 @@ class _Line(Struct, forbid_unknown_fields=True, gc=False):
 
 
 _DECODE = Decoder(_Line).decode
+_DECODE_ALL = Decoder(list[_Line | None]).decode
+_BLOCK = MAX_BODY_BYTES // 2  # a line longer than MAX_BODY_BYTES holds one of these blocks whole
+# Between two lines when a chunk is read as one JSON array: see _decode_chunk.
+_BETWEEN = b",null,\n"
 
 
 class LineParser:
@@ -87,6 +101,11 @@ class LineParser:
         self._path_at = len(site.base_url) + 1  # where the path of a URL on the site starts, after its "/"
         self._moments: dict[str, tuple[int, str] | None] = {}  # occurred_at -> (micros, W3C text)
         self._lastmods: dict[str, tuple[int, str] | None] = {}  # lastmod -> (micros, W3C text)
+        # Site.is_canonical of a URL with no query and no ";" (which the path's class leaves out unless the site's
+        # own address holds one), its first segment as group 1 when more segments follow
+        prefix = "(?!)" if ";" in site.base_url else re.escape(site.base_url)
+        self._plain = re.compile(rf"{prefix}/(?:({_SEGMENT}+)/)?[{_PATH_CHARS}/]*").fullmatch
+        self._segments: dict[str | None, str] = {}  # first segment (None: none) -> the section it puts a page in
 
     def parse(self, data: bytes, spill: SpillGroups) -> tuple[int, list[tuple[int, bytes]]]:
         """Spill every line of ``data`` the fast path decides into ``spill``. Returns the number of lines and
@@ -94,63 +113,67 @@ class LineParser:
 
         One loop with everything it uses bound to locals: a line costs a few microseconds, most of them here.
         """
-        is_canonical, section_of, sections = self._site.is_canonical, self._site.section_of, self._sections
-        path_at = self._path_at
+        decoded, raws = _decode_chunk(data)
+        is_canonical, section_of = self._site.is_canonical, self._site.section_of
+        plain, segments = self._plain, self._segments
         moments, lastmods = self._moments.get, self._lastmods.get
         occurred_of, lastmod_of, canonical_of = self._occurred, self._lastmod, self._canonical
         group_of, groups = spill.group, spill.groups
         copy_hash, pack = _KEY_HASH.copy, _FAST_HEAD.pack
-        rest: list[tuple[int, bytes]] = []
+        aliases = TYPE_ALIASES.get
+        left: list[int] = []  # numbers of the lines left to the model path
         number = 0
-        for number, raw in enumerate(data.splitlines(), start=1):
-            if len(raw) > MAX_BODY_BYTES:
-                rest.append((number, raw))
+        for number, line in enumerate(decoded, start=1):
+            if line is None:
+                left.append(number)
                 continue
-            try:
-                line = _DECODE(raw)
-            except ValueError:  # not JSON, or not of the common shape: msgspec's errors are ValueErrors
-                rest.append((number, raw))
-                continue
-            kind = TYPE_ALIASES.get(line.type)
+            kind = aliases(line.type)
             url = line.url
-            if is_canonical(url):
+            # Site.is_canonical of a URL with no query, by one match that also finds its first path segment
+            found = plain(url) if "?" not in url and "/." not in url and len(url) <= MAX_URL_LENGTH else None
+            if found is not None:
+                segment = found[1]
+                section_found = segments.get(segment)
+                if section_found is None:
+                    section_found = self._segment_section(segment)
+            elif "?" in url and is_canonical(url):
                 # Site.section_of a URL with no escape: the first of several path segments (none before a query)
                 # when the Sections setting names it
-                slash = url.find("/", path_at)
-                segment = url[path_at:slash] if slash > path_at else ROOT_SECTION
-                if "?" in segment or (sections is not None and segment not in sections):
-                    segment = ROOT_SECTION
+                slash = url.find("/", self._path_at)
+                section_found = url[self._path_at : slash] if slash > self._path_at else ROOT_SECTION
+                if "?" in section_found or (self._sections is not None and section_found not in self._sections):
+                    section_found = ROOT_SECTION
             else:
                 canonical = canonical_of(url)
                 if canonical is None:
-                    rest.append((number, raw))
+                    left.append(number)
                     continue
-                url, segment = canonical, section_of(canonical)
+                url, section_found = canonical, section_of(canonical)
             occurred = moments(line.occurred_at) or occurred_of(line.occurred_at)
             if kind is None or occurred is None:
-                rest.append((number, raw))
+                left.append(number)
                 continue
             section = line.section
             if section is None:
-                section = segment
+                section = section_found
             elif forbidden_character(section) is not None:
-                rest.append((number, raw))
+                left.append(number)
                 continue
             lastmod = line.lastmod
             if lastmod is UNSET:
                 moment_us, lastmod_text = occurred
             elif lastmod is None:  # an explicit null: no lastmod shown, rendered by the model path
-                rest.append((number, raw))
+                left.append(number)
                 continue
             else:
-                found = lastmods(lastmod) or lastmod_of(lastmod)
-                if found is None:
-                    rest.append((number, raw))
+                lastmod_found = lastmods(lastmod) or lastmod_of(lastmod)
+                if lastmod_found is None:
+                    left.append(number)
                     continue
-                moment_us, lastmod_text = found
+                moment_us, lastmod_text = lastmod_found
             images = _image_parts(line.images) if line.images else ""  # checked for deletes too, as the models do
             if images is None:
-                rest.append((number, raw))
+                left.append(number)
                 continue
             url_bytes = url.encode()
             digest = copy_hash()
@@ -159,31 +182,31 @@ class LineParser:
             version = line.version
             if version is None:
                 version = -1
+            url_size = len(url_bytes)
             if kind == "delete":
-                head = pack(key, 1, version, occurred[0], occurred[0], 0, 0, len(url_bytes), 0, 0)
-                body = b""
+                head = pack(key, 1, version, occurred[0], occurred[0], 0, 0, url_size, 0, 0)
+                blob = url_bytes
             else:
+                # The URL and the body, spilled together (core.spill): the body is url_open's, then the images
                 if line.changefreq is None and line.priority is None:
-                    text = f"<url><loc>{escape_text(url)}</loc><lastmod>{lastmod_text}</lastmod>"  # url_open's
+                    loc = url if "&" not in url and "'" not in url else escape_text(url)  # what else a URL may hold
+                    blob = f"{url}<url><loc>{loc}</loc><lastmod>{lastmod_text}</lastmod>{images}".encode()
                 else:
-                    text = url_open(url, lastmod_text, line.changefreq, line.priority)
-                if images:
-                    body = (text + images).encode()
-                    flags = FLAG_IMAGE
-                else:
-                    body = text.encode()
-                    flags = 0
-                if len(body) > _ENTRY_BUDGET:  # the model path rejects it, naming the part that weighs most
-                    rest.append((number, raw))
+                    blob = (url + url_open(url, lastmod_text, line.changefreq, line.priority) + images).encode()
+                body_size = len(blob) - url_size
+                if body_size > _ENTRY_BUDGET:  # the model path rejects it, naming the part that weighs most
+                    left.append(number)
                     continue
-                head = pack(key, 0, version, occurred[0], moment_us, 0, flags, len(url_bytes), len(body), 0)
+                head = pack(key, 0, version, occurred[0], moment_us, 0, FLAG_IMAGE if images else 0, url_size,
+                            body_size, 0)  # fmt: skip
             group = groups.get(section) or group_of(section)
             bucket = key[0] >> _BUCKET_SHIFT
             group[0][bucket] += head
-            blobs = group[1][bucket]
-            blobs += url_bytes
-            blobs += body
-        return number, rest
+            group[1][bucket] += blob
+        if left:
+            lines = data.splitlines() if raws is None else raws
+            return number, [(n, lines[n - 1]) for n in left]
+        return number, []
 
     def record(self, raw: bytes) -> Spilled | None:
         """The spilled state of one line as ``parse`` makes it (so exactly as the model path would), or None."""
@@ -195,6 +218,15 @@ class LineParser:
         (head,) = [bytes(found) for found in heads if found]
         (blob,) = [bytes(found) for found in blobs if found]
         return section, HEAD.unpack(head)[0], head, blob
+
+    def _segment_section(self, segment: str | None) -> str:
+        """Site.section_of a canonical URL whose first segment (followed by more) is ``segment``, remembered."""
+        sections = self._sections
+        section = ROOT_SECTION if segment is None or (sections is not None and segment not in sections) else segment
+        if len(self._segments) >= _CACHE_LIMIT:
+            self._segments.clear()
+        self._segments[segment] = section
+        return section
 
     def _canonical(self, url: str) -> str | None:
         warnings: list[str] = []
@@ -225,6 +257,44 @@ class LineParser:
         else:
             found = (moment_micros(value), w3c(value))
         return _remember(self._lastmods, text, found)
+
+
+def _decode_chunk(data: bytes) -> tuple[list[_Line | None], list[bytes] | None]:
+    """Each line of ``data`` (as ``bytes.splitlines`` splits it) read into the common shape, or None where it is not
+    of it or is longer than MAX_BODY_BYTES; and the lines, when they were split to be read one by one.
+
+    A chunk whose every line is of the common shape is read in one call, as one JSON array of its lines with a null
+    between each two (``_BETWEEN``). That separator cannot stand inside a line's value: its line break is not
+    allowed in a JSON string, and its null is no image, nor a member of an object, nor a _Line. So each line gives
+    the array at least one item, and an array of twice the lines less one items holds each line's value at an even
+    place (a line holding two values would make more items). Any other chunk is read line by line."""
+    text = data.replace(b"\r\n", b"\n") if b"\r" in data else data
+    if text.endswith(b"\n"):
+        text = text[:-1]
+    if (
+        text
+        and b"\r" not in text  # a lone \r ends a line too
+        and all(text.find(b"\n", at, at + _BLOCK) >= 0 for at in range(0, len(text) - _BLOCK + 1, _BLOCK))
+    ):
+        try:
+            items = _DECODE_ALL(b"[" + text.replace(b"\n", _BETWEEN) + b"]")
+        except ValueError:
+            pass
+        else:
+            lines = items[0::2]
+            if len(items) == 2 * text.count(b"\n") + 1 and all(lines):  # all: no line is a bare null
+                return lines, None
+    raws = data.splitlines()
+    decoded: list[_Line | None] = []
+    for raw in raws:
+        if len(raw) > MAX_BODY_BYTES:
+            decoded.append(None)
+            continue
+        try:
+            decoded.append(_DECODE(raw))
+        except ValueError:  # not JSON, or not of the common shape: msgspec's errors are ValueErrors
+            decoded.append(None)
+    return decoded, raws
 
 
 def _image_parts(images: list[_Image]) -> str | None:
