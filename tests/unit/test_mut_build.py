@@ -102,3 +102,29 @@ def test_progress_ends_at_the_exports_size(tmp_path: Path) -> None:
     build(events, tmp_path / "out", SITE, Limits(), AS_OF_US, workers=1, progress=lambda *p: seen.append(p))
     size = events.stat().st_size
     assert seen == [(size, size)]
+
+
+def test_worker_processes_that_keep_freed_memory_build_the_bytes_one_process_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an export of several chunks, with images on some pages
+    monkeypatch.setattr(build_module, "_CHUNK_BYTES", 4096)
+    bodies = [event(f"{BASE}/s{i % 3}/p{i}") for i in range(300)]
+    for body in bodies[::7]:
+        body["images"] = [{"loc": f"https://cdn.example.com/{body['url'][-4:]}.jpg"}]
+    events = _write(tmp_path / "events.jsonl", [json.dumps(body) for body in bodies])
+    # When it is built by two worker processes (which keep the memory their tasks free) and in this process
+    build(events, tmp_path / "two", SITE, Limits(max_urls=40), AS_OF_US, workers=2)
+    build(events, tmp_path / "one", SITE, Limits(max_urls=40), AS_OF_US, workers=1)
+    # Then both write the same files
+    assert _published(tmp_path / "two") == _published(tmp_path / "one")
+
+
+def test_without_glibcs_mallopt_a_worker_starts_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+
+    def no_library(name: object) -> object:
+        raise OSError("no such library")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_library)
+    build_module._keep_freed_memory()  # does not raise
