@@ -17,7 +17,7 @@ from array import array
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import accumulate
@@ -36,8 +36,8 @@ from sitemap_updater.core.render import (
     render_text,
     render_urlset,
 )
-from sitemap_updater.core.sharding import INDEX_NAME, Limits, plan_ranges, text_twin
-from sitemap_updater.core.spill import BUCKETS, HEAD, SHIFT, SpillGroups, reduce_bucket, spill_state
+from sitemap_updater.core.sharding import INDEX_NAME, KEY_SPACE, Limits, plan_ranges, plan_with, text_twin
+from sitemap_updater.core.spill import BUCKETS, HEAD, SHIFT, SectionRun, SpillGroups, reduce_bucket, spill_state
 from sitemap_updater.core.urls import Site
 
 _CHUNK_BYTES = 4 << 20
@@ -151,6 +151,24 @@ def _keep_freed_memory() -> None:
     mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
 
 
+@dataclass(frozen=True, slots=True)
+class _Fold:
+    """What a reduce task needs to render the files of some sections itself (see _fold_sections)."""
+
+    sections: frozenset[str]
+    limits: Limits
+    out_dir: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Folded:
+    """One section's files that a reduce task rendered from its key range, and that range's live entries."""
+
+    files: list[tuple[str, int, int, int, int]]  # name, URLs, gzip bytes, XML bytes, lastmod (in key order)
+    count: int
+    size: int  # XML bytes of the entries' <url> elements
+
+
 def _spill_file(spill_dir: str, kind: str) -> Path:
     """This worker's own file of ``kind`` in the spill folder, appended to by each of its tasks in turn: creating
     a file costs more than writing megabytes into it on some disks, so a build creates a few, not one a task."""
@@ -208,10 +226,13 @@ def _reduce_buckets(
     keep: set[str],
     spill_dir: str,
     keep_all: bool,
-) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]]]:
+    key_range: tuple[int, int] = (0, KEY_SPACE),
+    fold: _Fold | None = None,
+) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]], dict[str, _Folded]]:
     """Keep the newest state per URL of a run of buckets (``core.spill``; ``sources``: each chunk's runs of
-    them, contiguous in its file); write live records sorted by (section, key, url) where kept, and each live
-    entry's ``<url>`` element in the same order."""
+    them, contiguous in its file, over ``key_range``); write live records sorted by (section, key, url) where kept,
+    and each live entry's ``<url>`` element in the same order; or, for the sections ``fold`` names, render the
+    files of the key range from those elements (``_render_folded``)."""
     heads: dict[str, list[memoryview]] = defaultdict(list)  # views into what was read: joined once, per section
     blobs: dict[str, list[memoryview]] = defaultdict(list)
     for path, runs in sources:
@@ -228,16 +249,23 @@ def _reduce_buckets(
             blobs[section].append(data[split : at + size])
     groups = {section: (b"".join(heads[section]), b"".join(blobs[section])) for section in heads}
     live, deleted = reduce_bucket(groups, keep, keep_all)
+    folded: dict[str, _Folded] = {}
+    if fold is not None:
+        for section in fold.sections & groups.keys():
+            run = live.pop(section, None)
+            folded[section] = _render_folded(section, run, deleted.pop(section, []), key_range, fold)
     sections: dict[str, _BucketSection] = {}
     records_path, xml_path = _spill_file(spill_dir, "records"), _spill_file(spill_dir, "xml")
     records = [run.records for run in live.values() if run.records]
     with contextlib.ExitStack() as files:
         out = files.enter_context(records_path.open("ab")) if records else None
-        xml = files.enter_context(xml_path.open("ab"))
-        offset, xml_offset = (out.tell() if out is not None else 0), xml.tell()
+        xml = files.enter_context(xml_path.open("ab")) if live else None
+        offset = out.tell() if out is not None else 0
+        xml_offset = xml.tell() if xml is not None else 0
         for section, run in live.items():
             if out is not None:
                 out.write(run.records)
+            assert xml is not None
             xml.write(run.elements)
             sections[section] = _BucketSection(
                 run.keys,
@@ -250,7 +278,42 @@ def _reduce_buckets(
             )
             offset += len(run.records)
             xml_offset += len(run.elements)
-    return sections, deleted
+    return sections, deleted, folded
+
+
+def _render_folded(
+    section: str, run: SectionRun | None, deleted: list[tuple[int, int]], key_range: tuple[int, int], fold: _Fold
+) -> _Folded:
+    """The files of ``section`` within a reduce task's key range, planned and rendered from its sorted elements.
+
+    ``plan_with`` runs from the top of the key space as ``plan_ranges`` does, every range wider than the task's
+    taken as too full (so split) and every range outside it as empty: the files it plans are the whole plan's
+    within the task's range whenever each wider range holding entries is over the limits, which ``_reduce_all``
+    checks from every task's counts once all are done (and renders the section again the usual way if not)."""
+    if run is None:
+        return _Folded([], 0, 0)
+    keys, low, high = run.keys, key_range[0], key_range[1]
+    offsets = [0, *accumulate(run.sizes)]
+    too_full = (fold.limits.max_urls + 1, 0)
+
+    def stats(start: int, end: int) -> tuple[int, int]:
+        if end <= low or start >= high:
+            return 0, 0
+        if start < low or end > high:
+            return too_full
+        lo, hi = bisect_left(keys, start), bisect_left(keys, end)
+        return hi - lo, offsets[hi] - offsets[lo]
+
+    files = []
+    for planned in plan_with(stats, fold.limits, FILE_OVERHEAD):
+        lo, hi = bisect_left(keys, planned.start), bisect_left(keys, planned.end)
+        flags = reduce(or_, set(run.flags[lo:hi]), 0)
+        rendered = render_elements([run.elements[offsets[lo] : offsets[hi]]], hi - lo, flags)
+        name = planned.file_name(section)
+        _write_atomic(Path(fold.out_dir) / name, rendered.data)
+        lastmod = range_lastmod(keys, run.lastmods, deleted, planned)
+        files.append((name, rendered.url_count, len(rendered.data), rendered.xml_bytes, lastmod))
+    return _Folded(files, len(keys), offsets[-1])
 
 
 def _render_plain(
@@ -359,8 +422,21 @@ def build(
             reason = refusal(result.accepted, len(result.rejections), max_rejected_share)
             if reason is not None:
                 raise BuildRefused(reason, result)
-            sections = _reduce_all(executor, chunks, spill, count, all_records=text_sitemaps)
-            items = _render_all(executor, sections, spill, limits, as_of_us, staging, result, text_sitemaps)
+            fold = None if text_sitemaps else _Fold(_fold_sections(chunks, count, limits), limits, str(staging))
+            sections, folded = _reduce_all(executor, chunks, spill, count, text_sitemaps, fold)
+            # A folded section whose wider ranges turned out to fit a file (many duplicates or deletes) is reduced
+            # and rendered again the usual way
+            again = {
+                section
+                for section, parts in folded.items()
+                if _some_wider_range_fits([p.count for p in parts], [p.size for p in parts], limits)
+            }
+            if again:
+                for section in again:
+                    for name, *_ in (file for part in folded.pop(section) for file in part.files):
+                        (staging / name).unlink()
+                sections.update(_reduce_all(executor, chunks, spill, count, text_sitemaps, only=again)[0])
+            items = _render_all(executor, sections, spill, limits, as_of_us, staging, result, text_sitemaps, folded)
         indexes = render_indexes(site.base_url, items, limits.max_files_per_index)
         for name, index in indexes.items():
             _write_atomic(staging / name, index)
@@ -439,25 +515,40 @@ def _buckets_per_task(states: int, workers: int) -> int:
 
 
 def _reduce_all(
-    executor: Executor, chunks: list[_ChunkResult], spill: str, workers: int, all_records: bool = False
-) -> dict[str, _SectionRuns]:
-    """Phase 2: the newest state per URL, a run of buckets per task; collect each section's sorted keys and sizes."""
+    executor: Executor,
+    chunks: list[_ChunkResult],
+    spill: str,
+    workers: int,
+    all_records: bool = False,
+    fold: _Fold | None = None,
+    only: set[str] | None = None,
+) -> tuple[dict[str, _SectionRuns], dict[str, list[_Folded]]]:
+    """Phase 2: the newest state per URL, a run of buckets per task; collect each section's sorted keys and sizes,
+    or, for the sections ``fold`` names, the files each task rendered (``_render_folded``), in key order. With
+    ``only``, the other sections are left out."""
     news_sections = {name for chunk in chunks for name in chunk.news_sections}
     per_task = _buckets_per_task(sum(chunk.accepted for chunk in chunks), workers)
     tasks = [(first, first + per_task - 1) for first in range(0, BUCKETS, per_task)]
+
+    def keep(run: tuple[str, int, int, int]) -> bool:
+        return only is None or run[0] in only
+
     futures = [
         executor.submit(
             _reduce_buckets,
-            [(c.path, [run for b in range(first, last + 1) for run in c.bucket_runs[b]]) for c in chunks],
+            [(c.path, [run for b in range(first, last + 1) for run in c.bucket_runs[b] if keep(run)]) for c in chunks],
             news_sections,
             spill,
             all_records,
+            (first << SHIFT, (last + 1) << SHIFT),
+            fold,
         )
         for first, last in tasks
     ]
     sections: dict[str, _SectionRuns] = defaultdict(_SectionRuns)
+    folded: dict[str, list[_Folded]] = {}
     for task, future in zip(tasks, futures, strict=True):
-        live, deleted = future.result()
+        live, deleted, files = future.result()
         for section, part in live.items():
             runs = sections[section]
             runs.parts.append(_Part(task, len(runs.keys), part.records, part.xml))
@@ -468,7 +559,44 @@ def _reduce_all(
             runs.has_news = runs.has_news or part.has_news
         for section, pairs in deleted.items():
             sections[section].deleted.extend(pairs)
-    return sections
+        for section in fold.sections if fold is not None else ():
+            folded.setdefault(section, []).append(files.get(section, _Folded([], 0, 0)))
+    return sections, folded
+
+
+def _fold_sections(chunks: list[_ChunkResult], workers: int, limits: Limits) -> frozenset[str]:
+    """The sections whose files the reduce tasks should render themselves: those where, by the spilled states (at
+    least as many as the live entries), every key range wider than one task's holds too many entries or bytes for
+    one file, so each file lies within one task's range. A section with news, or a build that writes records
+    (text sitemaps), is not folded; nor any when the states spill through the model path's news."""
+    per_task = _buckets_per_task(sum(chunk.accepted for chunk in chunks), workers)
+    tasks = BUCKETS // per_task
+    counts: dict[str, list[int]] = defaultdict(lambda: [0] * tasks)
+    sizes: dict[str, list[int]] = defaultdict(lambda: [0] * tasks)
+    for chunk in chunks:
+        for bucket, runs in enumerate(chunk.bucket_runs):
+            for section, count, _offset, size in runs:
+                counts[section][bucket // per_task] += count
+                sizes[section][bucket // per_task] += size - count * HEAD.size  # URLs and bodies: more than XML
+    news = {name for chunk in chunks for name in chunk.news_sections}
+    return frozenset(
+        section
+        for section in counts
+        if section not in news and not _some_wider_range_fits(counts[section], sizes[section], limits)
+    )
+
+
+def _some_wider_range_fits(counts: list[int], sizes: list[int], limits: Limits) -> bool:
+    """Whether a key range wider than one task's (a run of ``2**k`` tasks, aligned) holds entries and fits one file:
+    ``counts`` and ``sizes`` per task, in key order."""
+    width = 2
+    while width <= len(counts):
+        for start in range(0, len(counts), width):
+            count, size = sum(counts[start : start + width]), sum(sizes[start : start + width])
+            if 0 < count <= limits.max_urls and size + FILE_OVERHEAD <= limits.max_bytes:
+                return True
+        width *= 2
+    return False
 
 
 def _render_all(
@@ -480,12 +608,20 @@ def _render_all(
     out_dir: Path,
     result: BuildResult,
     text_sitemaps: bool = False,
+    folded: dict[str, list[_Folded]] | None = None,
 ) -> list[IndexItem]:
     """Phase 3: plan each section's files and render them: gzip over their runs of ``<url>`` elements, or from
-    their records where news may show; a text sitemap beside each from its records, when asked."""
+    their records where news may show; a text sitemap beside each from its records, when asked. The files of a
+    folded section were rendered by the reduce tasks: they are only counted, in the same order."""
     items: list[IndexItem] = []
-    futures = []
-    for section in sorted(sections):
+    futures: list[Future[tuple[str, int, int, int]] | tuple[str, int, int, int]] = []
+    folded = folded or {}
+    for section in sorted(sections.keys() | folded.keys()):
+        if section in folded:
+            for name, urls, gz_bytes, xml_bytes, lastmod in (file for part in folded[section] for file in part.files):
+                items.append(IndexItem(name, lastmod))
+                futures.append((name, urls, gz_bytes, xml_bytes))
+            continue
         runs = sections[section]
         if not runs.keys:
             continue
@@ -516,7 +652,7 @@ def _render_all(
                 )
             )
     for future in futures:
-        name, urls, gz_bytes, xml_bytes = future.result()
+        name, urls, gz_bytes, xml_bytes = future if isinstance(future, tuple) else future.result()
         result.files.append(name)
         result.urls += urls
         result.gzip_bytes += gz_bytes
