@@ -211,13 +211,14 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
             spill.add(*spill_state(state))
     path = _spill_file(spill_dir, "parsed")
     runs: list[list[tuple[str, int, int, int]]] = [[] for _ in range(BUCKETS)]
+    parts: list[bytearray] = []
     with path.open("ab") as out:
         offset = out.tell()
         for bucket, section, count, heads, blob in spill.runs():
-            out.write(heads)
-            out.write(blob)
+            parts += (heads, blob)
             runs[bucket].append((section, count, offset, len(heads) + len(blob)))
             offset += len(heads) + len(blob)
+        out.write(b"".join(parts))  # one write, not two a group
     return _ChunkResult(str(path), runs, lines, accepted, rejections, warnings, news_sections)
 
 
