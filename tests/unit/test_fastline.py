@@ -16,7 +16,7 @@ from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import _DECODE, LineParser, _decode_chunk
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.spill import Spilled, SpillGroups, spill_state
-from sitemap_updater.core.urls import Site
+from sitemap_updater.core.urls import Site, UrlError, canonical_page_url
 
 SITE = Site.parse("https://www.example.com")
 BASE = "https://www.example.com"
@@ -444,3 +444,32 @@ def test_a_value_cut_in_two_is_not_joined_again(cut: int, ends: bytes) -> None:
     decoded, _ = _decode_chunk(data)
     # Then no line is of the common shape, as one by one
     assert decoded == one_by_one(data) == [None, None, None]
+
+
+def _canonical_or_none(url: str, site: Site) -> str | None:
+    warnings: list[str] = []
+    try:
+        canonical = canonical_page_url(url, site, warnings)
+    except UrlError:
+        return None
+    return None if warnings else canonical
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    path=st.lists(
+        st.one_of(
+            st.sampled_from("aZ09-._~!$&'()*+,=:@/;%?#. \t\x7f"),
+            st.characters(min_codepoint=0x80, codec="utf-8"),
+            st.sampled_from(["/.", "/..", "%C3%BC", "%7e", "\u00a0", "\u0085", "\ufeff", "\ufffe", "\U0001f600"]),
+        ),
+        max_size=20,
+    ).map("".join),
+    long=st.booleans(),
+    site=st.sampled_from(SITES),
+)
+def test_a_url_above_ascii_is_canonicalised_as_the_contract_does(path: str, long: bool, site: Site) -> None:
+    # Given a URL on the site whose path holds characters above ASCII among others, some of them very long
+    url = f"{BASE}/{'x' * 2000 if long else ''}{path}"
+    # When the fast path canonicalises it, then it agrees with the contract's canonical form (or its refusal)
+    assert LineParser(site)._canonical(url) == _canonical_or_none(url, site)

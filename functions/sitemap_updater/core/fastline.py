@@ -16,6 +16,7 @@ import struct
 from datetime import date, datetime
 from hashlib import blake2b
 from typing import Annotated
+from urllib.parse import quote
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 from msgspec.json import Decoder
@@ -62,6 +63,9 @@ _ENTRY_BUDGET = MAX_ENTRY_BYTES - len(URL_CLOSE)
 # core.urls's clean path characters but ";" (Site.is_canonical refuses a URL holding one), and those of a segment.
 _PATH_CHARS = r"A-Za-z0-9\-._~!$&'()*+,=:@"
 _SEGMENT = f"[{_PATH_CHARS}]"
+# Characters above ASCII that XML allows (core.text's _FORBIDDEN: no surrogate, U+FFFE or U+FFFF).
+_ABOVE_ASCII = "\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff"
+_QUOTE_SAFE = "!$&'()*+,=:@/"  # with quote's own letters, digits and "_.-~": core.urls's path characters but ";"
 
 
 class _Image(Struct, forbid_unknown_fields=True, gc=False):
@@ -106,6 +110,10 @@ class LineParser:
         prefix = "(?!)" if ";" in site.base_url else re.escape(site.base_url)
         self._plain = re.compile(rf"{prefix}/(?:({_SEGMENT}+)/)?[{_PATH_CHARS}/]*").fullmatch
         self._segments: dict[str | None, str] = {}  # first segment (None: none) -> the section it puts a page in
+        # A URL on the site that is clean but for characters above ASCII (none XML forbids) in its path, and has no
+        # query, fragment, escape or parameter: canonical_page_url percent-encodes those characters, nothing else
+        self._unicode_path = re.compile(rf"{prefix}/[{_PATH_CHARS}/{_ABOVE_ASCII}]*").fullmatch
+        self._base = site.base_url
 
     def parse(self, data: bytes, spill: SpillGroups) -> tuple[int, list[tuple[int, bytes]]]:
         """Spill every line of ``data`` the fast path decides into ``spill``. Returns the number of lines and
@@ -229,6 +237,9 @@ class LineParser:
         return section
 
     def _canonical(self, url: str) -> str | None:
+        if "/." not in url and self._unicode_path(url) is not None:
+            canonical = self._base + quote(url[len(self._base) :], safe=_QUOTE_SAFE)  # UTF-8, upper-case hex
+            return canonical if len(canonical) <= MAX_URL_LENGTH else None
         warnings: list[str] = []
         try:
             canonical = canonical_page_url(url, self._site, warnings)
