@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sitemap_updater.core.reduce import state_from_event
-from sitemap_updater.core.spill import SpillGroups, _reduce_records, reduce_bucket, spill_state
+from sitemap_updater.core.spill import (
+    SpillGroups,
+    _distinct,
+    _key_order,
+    _reduce_records,
+    reduce_bucket,
+    spill_state,
+)
 from tests.conftest import BASE, parse
 
 SECTIONS = [None, "blog", "Bücher"]
@@ -69,3 +77,16 @@ def test_kept_sections_carry_their_records(events: list[dict[str, Any]], keep_al
     runs, _deleted = reduce_bucket(groups, keep, keep_all)
     for section, run in runs.items():
         assert bool(run.records) == (keep_all or section in keep)
+
+
+def test_keys_that_round_to_one_float_are_still_put_in_order() -> None:
+    # Given keys that differ only below a float's precision (so equal as floats), one of them twice
+    keys = array("Q", [2**63 + 3, 2**63 + 1, 2**64 - 1, 2**63 + 2, 5, 2**63 + 1])
+    # When they are ordered, then by their exact values, and the key seen twice tells the keys are not distinct
+    order, ordered = _key_order(keys)
+    assert list(ordered) == sorted(keys) and [keys[i] for i in order] == list(ordered)
+    assert not _distinct([ordered])
+    assert _distinct([_key_order(array("Q", keys[:4]))[1]])
+    # and a key in two runs (two sections) is seen too
+    assert not _distinct([(1, 2**63 + 1), (2**63 + 1, 2**63 + 2)])
+    assert _distinct([(1, 2**63 + 1), (2, 2**63 + 2)])

@@ -15,8 +15,8 @@ from array import array
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, repeat
-from operator import add, itemgetter
+from itertools import accumulate, chain, islice, repeat
+from operator import add, itemgetter, lt
 from typing import Any
 
 from sitemap_updater.core.entry import URL_CLOSE
@@ -123,15 +123,16 @@ def reduce_bucket(groups: dict[str, tuple[bytes, bytes]], keep: set[str], keep_a
     order, then the greater SHA-256 of the rendered entry, then the greater section: ``PageState.rank``'s order.
     """
     columns = {section: _Columns.of(heads) for section, (heads, _) in groups.items() if heads}
-    total = sum(len(c.keys) for c in columns.values())
-    distinct = len(set().union(*(c.keys for c in columns.values())))
     plain = not keep_all and keep.isdisjoint(groups) and not any(any(c.news_lengths) for c in columns.values())
-    if not (plain and distinct == total):
+    if not plain:
+        return _reduce_records(groups, keep, keep_all)
+    orders = {section: _key_order(cols.keys) for section, cols in columns.items()}
+    if not _distinct([ordered for _order, ordered in orders.values()]):
         return _reduce_records(groups, keep, keep_all)
     runs: dict[str, SectionRun] = {}
     deleted: dict[str, list[tuple[int, int]]] = {}
     for section, cols in columns.items():
-        run, tombstones = _reduce_distinct(cols, groups[section][1])
+        run, tombstones = _reduce_distinct(cols, groups[section][1], *orders[section])
         if run is not None:
             runs[section] = run
         if tombstones:
@@ -190,23 +191,47 @@ def _take(values: Sequence[Any], order: list[int]) -> tuple[Any, ...]:
     return itemgetter(*order)(values) if len(order) > 1 else (values[order[0]],)
 
 
-def _reduce_distinct(cols: _Columns, data: bytes) -> tuple[SectionRun | None, list[tuple[int, int]]]:
-    """One section of a bucket where every key (so every URL) is distinct and no state has a news part."""
+def _key_order(keys: array[int]) -> tuple[list[int], tuple[int, ...]]:
+    """The places of ``keys`` in ascending order, and the keys in that order.
+
+    Sorted by the keys as floats, which Python compares faster than 64-bit integers: a float keeps the order of the
+    integers it rounds (so only keys that round to the same float, about one pair in 10**7 buckets of this size,
+    can come out of order), and the keys so ordered are checked to ascend; where they do not (keys that close, or
+    a key twice), they are sorted as integers."""
+    floats = list(map(float, keys))
+    order = sorted(range(len(keys)), key=floats.__getitem__)
+    ordered = _take(keys, order)
+    if not all(map(lt, ordered, islice(ordered, 1, None))):
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        ordered = _take(keys, order)
+    return order, ordered
+
+
+def _distinct(ordered: list[tuple[int, ...]]) -> bool:
+    """Whether no key is in two of the runs, or twice in one: each run of keys ascending but where one is twice."""
+    keys = ordered[0] if len(ordered) == 1 else sorted(chain.from_iterable(ordered))  # sorted runs: merged
+    return all(map(lt, keys, islice(keys, 1, None)))
+
+
+def _reduce_distinct(
+    cols: _Columns, data: bytes, order: list[int], ordered: tuple[int, ...]
+) -> tuple[SectionRun | None, list[tuple[int, int]]]:
+    """One section of a bucket where every key (so every URL) is distinct and no state has a news part: ``order``
+    gives the places of its states by key, ``ordered`` their keys."""
     keys, moments = cols.keys, cols.moments
     ends = list(accumulate(map(add, cols.url_lengths, cols.body_lengths)))
     body_starts = list(map(add, [0, *ends[:-1]], cols.url_lengths))
     tombstones: list[tuple[int, int]] = []
     if 1 in cols.kinds:
-        live = [i for i, kind in enumerate(cols.kinds) if not kind]
-        tombstones = sorted((keys[i], moments[i]) for i, kind in enumerate(cols.kinds) if kind)
-    else:
-        live = list(range(len(keys)))
-    if not live:
-        return None, tombstones
-    order = sorted(live, key=keys.__getitem__)
+        kinds = cols.kinds
+        tombstones = [(keys[i], moments[i]) for i in order if kinds[i]]
+        order = [i for i in order if not kinds[i]]
+        if not order:
+            return None, tombstones
+        ordered = _take(keys, order)
     bodies = map(data.__getitem__, map(slice, _take(body_starts, order), _take(ends, order)))
     run = SectionRun(
-        array("Q", _take(keys, order)),
+        array("Q", ordered),
         array("L", map(add, _take(cols.body_lengths, order), repeat(_CLOSE))),
         array("q", _take(moments, order)),
         array("B", _take(cols.flags, order)),
