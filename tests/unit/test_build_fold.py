@@ -124,3 +124,39 @@ def test_a_fold_the_live_entries_do_not_allow_is_built_again_the_usual_way(
     assert reduced == [None, {"s"}]
     assert _published(tmp_path / "folded") == reference_site(bodies, limits).all_bytes()
     assert folded.urls == 10 and 1 < len(folded.files) < 5
+
+
+def _chunk(runs: dict[int, list[tuple[str, int]]], accepted: int) -> build_module._ChunkResult:
+    bucket_runs: list[list[tuple[str, int, int, int]]] = [[] for _ in range(BUCKETS)]
+    for bucket, pairs in runs.items():
+        bucket_runs[bucket] = [(section, count, 0, 0) for section, count in pairs]
+    return build_module._ChunkResult("spill", bucket_runs, accepted, accepted, [], [], set())
+
+
+def test_a_small_export_of_several_sections_gives_each_worker_a_share_of_the_sections() -> None:
+    # Given a small export of four sections of unequal sizes
+    chunks = [_chunk({0: [("a", 50), ("b", 20)], 40: [("c", 30), ("d", 10)], 63: [("a", 40)]}, 150)]
+    # When it is planned for two workers, then each task takes the whole key space of sections of about equal states
+    tasks = build_module._tasks(chunks, 2)
+    assert tasks == [(0, BUCKETS - 1, frozenset({"a"})), (0, BUCKETS - 1, frozenset({"b", "c", "d"}))]
+    # and every section can be folded, having no range wider than its task's
+    assert build_module._fold_sections(chunks, 2, Limits(max_urls=10)) == {"a", "b", "c", "d"}
+    # but one worker, or fewer sections than workers, or more states than a task takes, keep runs of buckets
+    assert all(taken is None for *_, taken in build_module._tasks(chunks, 1))
+    assert all(taken is None for *_, taken in build_module._tasks(chunks[:1], 5))
+    big = [_chunk({0: [("a", 100_000), ("b", 60_000)]}, 160_000)]
+    assert all(taken is None for *_, taken in build_module._tasks(big, 2))
+
+
+def test_two_workers_with_a_share_of_the_sections_each_build_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an export of several chunks, so that two worker processes take it
+    monkeypatch.setattr(build_module, "_CHUNK_BYTES", 8192)
+    bodies = _export()
+    events = _write(tmp_path / "events.jsonl", bodies)
+    # When it is built by them, then the files are the reference's
+    limits = Limits(max_urls=20)
+    result = build(events, tmp_path / "two", SITE, limits, AS_OF_US, workers=2)
+    assert _published(tmp_path / "two") == reference_site(bodies, limits).all_bytes()
+    assert result.files == _build(events, tmp_path / "one", limits, True, monkeypatch).files

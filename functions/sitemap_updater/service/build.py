@@ -515,6 +515,32 @@ def _buckets_per_task(states: int, workers: int) -> int:
     return per_task
 
 
+Task = tuple[int, int, frozenset[str] | None]  # first and last bucket, and the sections taken (None: every one)
+
+
+def _tasks(chunks: list[_ChunkResult], workers: int) -> list[Task]:
+    """The reduce tasks: runs of buckets of every section (``_buckets_per_task``); or, for an export one task could
+    take whole, with more than one worker and at least as many sections, the whole key space of a share of the
+    sections each (shares of about as many states), so that every section can be folded."""
+    states = sum(chunk.accepted for chunk in chunks)
+    if workers > 1 and states <= _TASK_STATES:
+        counts: dict[str, int] = defaultdict(int)
+        for chunk in chunks:
+            for runs in chunk.bucket_runs:
+                for section, count, _offset, _size in runs:
+                    counts[section] += count
+        if len(counts) >= workers:
+            shares: list[set[str]] = [set() for _ in range(workers)]
+            loads = [0] * workers
+            for section, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+                least = loads.index(min(loads))
+                shares[least].add(section)
+                loads[least] += count
+            return [(0, BUCKETS - 1, frozenset(share)) for share in shares]
+    per_task = _buckets_per_task(states, workers)
+    return [(first, first + per_task - 1, None) for first in range(0, BUCKETS, per_task)]
+
+
 def _reduce_all(
     executor: Executor,
     chunks: list[_ChunkResult],
@@ -528,31 +554,33 @@ def _reduce_all(
     or, for the sections ``fold`` names, the files each task rendered (``_render_folded``), in key order. With
     ``only``, the other sections are left out."""
     news_sections = {name for chunk in chunks for name in chunk.news_sections}
-    per_task = _buckets_per_task(sum(chunk.accepted for chunk in chunks), workers)
-    tasks = [(first, first + per_task - 1) for first in range(0, BUCKETS, per_task)]
+    tasks = _tasks(chunks, workers)
 
-    def keep(run: tuple[str, int, int, int]) -> bool:
-        return only is None or run[0] in only
+    def keep(run: tuple[str, int, int, int], taken: frozenset[str] | None) -> bool:
+        return (only is None or run[0] in only) and (taken is None or run[0] in taken)
 
     futures = [
         executor.submit(
             _reduce_buckets,
-            [(c.path, [run for b in range(first, last + 1) for run in c.bucket_runs[b] if keep(run)]) for c in chunks],
+            [
+                (c.path, [run for b in range(first, last + 1) for run in c.bucket_runs[b] if keep(run, taken)])
+                for c in chunks
+            ],
             news_sections,
             spill,
             all_records,
             (first << SHIFT, (last + 1) << SHIFT),
             fold,
         )
-        for first, last in tasks
+        for first, last, taken in tasks
     ]
     sections: dict[str, _SectionRuns] = defaultdict(_SectionRuns)
     folded: dict[str, list[_Folded]] = {}
-    for task, future in zip(tasks, futures, strict=True):
+    for (first, last, taken), future in zip(tasks, futures, strict=True):
         live, deleted, files = future.result()
         for section, part in live.items():
             runs = sections[section]
-            runs.parts.append(_Part(task, len(runs.keys), part.records, part.xml))
+            runs.parts.append(_Part((first, last), len(runs.keys), part.records, part.xml))
             runs.keys.extend(part.keys)
             runs.sizes.extend(part.sizes)
             runs.lastmods.extend(part.lastmods)
@@ -561,7 +589,8 @@ def _reduce_all(
         for section, pairs in deleted.items():
             sections[section].deleted.extend(pairs)
         for section in fold.sections if fold is not None else ():
-            folded.setdefault(section, []).append(files.get(section, _Folded([], 0, 0)))
+            if taken is None or section in taken:
+                folded.setdefault(section, []).append(files.get(section, _Folded([], 0, 0)))
     return sections, folded
 
 
@@ -570,8 +599,10 @@ def _fold_sections(chunks: list[_ChunkResult], workers: int, limits: Limits) -> 
     least as many as the live entries), every key range wider than one task's holds too many entries or bytes for
     one file, so each file lies within one task's range. A section with news, or a build that writes records
     (text sitemaps), is not folded; nor any when the states spill through the model path's news."""
-    per_task = _buckets_per_task(sum(chunk.accepted for chunk in chunks), workers)
-    tasks = BUCKETS // per_task
+    planned = _tasks(chunks, workers)
+    per_task, tasks = planned[0][1] - planned[0][0] + 1, len(planned)
+    if planned[0][2] is not None:  # each task takes its sections' whole key space: no range is wider
+        per_task, tasks = BUCKETS, 1
     counts: dict[str, list[int]] = defaultdict(lambda: [0] * tasks)
     sizes: dict[str, list[int]] = defaultdict(lambda: [0] * tasks)
     for chunk in chunks:
