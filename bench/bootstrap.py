@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from bench import cost
+from bench import cost, sections
 from bench.meter import Meter
 from bench.pages import write_pages
 from bench.usage import Usage
@@ -30,8 +30,6 @@ from bench.usage import Usage
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "bench" / ".cache"
 LAST = CACHE / "bootstrap.json"
-DOC = ROOT / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- bootstrap:begin -->", "<!-- bootstrap:end -->"
 CHUNK_LINES = 100_000  # an export object: about 16 MB of JSONL
 SAMPLED = 1  # invocations of each step whose memory is traced
 MEMORY_MB = 2048  # BootstrapFunction's MemorySize
@@ -205,7 +203,6 @@ def section(data: dict[str, Any]) -> list[str]:
     unit = per_page(data)
     peaks = data["worker_peak_mb"]
     lines = [
-        BEGIN,
         "## Bootstrap",
         "",
         f"Measured by `python -m bench.bootstrap` on {data['date']}: {data['pages']:,} generated pages "
@@ -268,7 +265,6 @@ def section(data: dict[str, Any]) -> list[str]:
         )
         + " DynamoDB's import from S3 would cost about $0.15 a GB instead, but only into a new table, from an "
         "export already reduced to one line per URL, and with no live events during it (see docs/architecture.md).",
-        END,
     ]
     return lines
 
@@ -279,13 +275,7 @@ def main(argv: list[str]) -> int:
         LAST.parent.mkdir(parents=True, exist_ok=True)
         LAST.write_text(json.dumps(data, indent=1), encoding="utf-8")
     data = json.loads(LAST.read_text(encoding="utf-8"))
-    text = DOC.read_text(encoding="utf-8")
-    block = "\n".join(section(data))
-    if BEGIN in text:
-        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.write_text(text, encoding="utf-8")
+    sections.write("bootstrap", section(data))
     print(json.dumps(data))
     return 0
 

@@ -7,7 +7,17 @@ import statistics
 import subprocess
 import sys
 
-HANDLERS = ("ingest", "rebuild_shard", "rebuild_index", "notify", "sweep", "upkeep", "reconcile")
+HANDLERS = (
+    "ingest",
+    "rebuild_shard",
+    "rebuild_index",
+    "notify",
+    "sweep",
+    "upkeep",
+    "reconcile",
+    "webhook",
+    "bootstrap",
+)
 RUNS = 5
 # Top-level packages whose import time is reported on their own.
 GROUPS = ("aws_lambda_powertools", "pydantic", "pydantic_core", "boto3", "botocore", "lxml", "sitemap_updater")

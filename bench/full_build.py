@@ -196,14 +196,13 @@ FINDINGS = [
     "The last column of the full-build tables is our wall time over the tool's: above 1, we are slower.",
     "",
     "- **Full build: within 2x of the floor (met); 1.25x faster than xml-sitemap-writer at 1,000,000 pages (met "
-    "when both cores are the build's), level with it at 50,000 (not ahead).** In the run of 2026-11-25 another "
-    "engineer's test suite held one of the two cores throughout (our build on about one core: 7.53 s wall for 7.8 s "
-    "CPU), so its table shows us 1.80x xml-sitemap-writer's time. Measured back to back later that day, alternating "
-    "the code before and after the second round of issue 19's work and xml-sitemap-writer (best of 4 runs each, at "
-    "moments when no other run held a core): 1,000,000 pages took 2.85 s (5.4 s CPU, 107 MB peak) against 3.36 s "
-    "(6.4 s CPU) before and xml-sitemap-writer's 3.83 s, 1.34x faster (1.26x to 1.37x in each round no other run "
-    "disturbed); 50,000 pages 0.30 s against 0.32 s before and xml-sitemap-writer's 0.30 s (best of 8), so level "
-    "there. With another "
+    "when both cores are the build's), level with it at 50,000 (not ahead).** The run of 2026-11-25 that wrote "
+    "these tables had the machine to itself: 1,000,000 pages in 2.80 s (5.4 s CPU, 107 MB peak) against "
+    "xml-sitemap-writer's 3.79 s, 1.35x faster; 50,000 pages in 0.33 s against 0.30 s (median of 3; 0.28 against "
+    "0.29 s at best), about 0.09 s of ours being the interpreter's start and imports. An earlier run that day, while "
+    "another engineer's test suite held one of the two cores, showed us 1.80x xml-sitemap-writer's time (7.53 s, "
+    "before the second round of issue 19's work); measured back to back between the two rounds of work, alternating "
+    "before, after and xml-sitemap-writer (best of 4), 2.85 s against 3.36 s before and 3.83 s. With another "
     "run on one core, our build loses its second core and xml-sitemap-writer, on one core anyway, does not: the "
     "goal holds only on an otherwise idle machine. Every event is validated, every image kept, and the output bytes "
     "are the same as before. What changed (issue 19): lines of the common shape are read by msgspec into "
@@ -229,10 +228,11 @@ FINDINGS = [
     "time.",
     "- **One changed page on a 1,000,000-page site: goal met**: its rebuild reads the file's snapshot and the one "
     "changed page and writes one file (and the index when a lastmod it names moves).",
-    "- **Shard rebuild: goals met**: 0.07 s CPU for a 10,000-URL file, 0.52 s and 215 MB for 50,000, from the "
+    "- **Shard rebuild: goals met**: 0.07 s CPU for a 10,000-URL file, 0.5-0.7 s and 218 MB for 50,000, from the "
     "file's snapshot and the changed page.",
-    "- **Cold start: every handler under 400 ms** (215-262 ms in this run; ingest the heaviest, with the event "
-    "models and the Powertools batch utility). 464-624 ms on 2026-11-22 on a slower run of this machine: the "
+    "- **Cold start: every handler under 400 ms** (the table above: the webhook, ingest and the bootstrap's worker "
+    "are the heaviest, with the event models, and the Powertools batch utility for ingest). 464-624 ms on "
+    "2026-11-22 on a slower run of this machine: the "
     "figures move with the machine, about 2x between these two runs. The handlers use no Powertools Tracer (the "
     "X-Ray SDK's import alone cost about 240 ms; `Tracing: Active` still records each invocation), and the "
     "clients come from a plain botocore session (no boto3 or s3transfer).",
