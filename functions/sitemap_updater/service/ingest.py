@@ -8,7 +8,7 @@ from typing import Any
 
 from sitemap_updater.core.entry import w3c_micros
 from sitemap_updater.core.errors import EventRejected
-from sitemap_updater.core.events import PageEvent, parse_event
+from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.pages import PageRecord, PageWrite
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
@@ -85,10 +85,12 @@ def ingest(body: str | bytes | dict[str, Any], pipeline: Pipeline, marks: MarkBa
     ``marks``, a change's marks are sent before this returns (through an outbox of its own)."""
     parsed = parse_event(body, pipeline.site)
     event = parsed.event
+    # The state is the event's alone (an upsert without lastmod shows its occurred_at), so the newest event
+    # decides what is published whatever the order events arrived in.
+    state = state_from_event(event)
     batch = marks if marks is not None else MarkBatch(pipeline)
     for _ in range(_ATTEMPTS):
-        old = pipeline.store.get_page(event.url)
-        outcome, change = _apply(event, old, pipeline, batch)
+        outcome, change = _apply(state, pipeline.store.get_page(event.url), pipeline, batch)
         if outcome is not None:
             if marks is None:
                 batch.flush()
@@ -96,16 +98,25 @@ def ingest(body: str | bytes | dict[str, Any], pipeline: Pipeline, marks: MarkBa
     raise IngestConflict(f"{event.url}: changed concurrently {_ATTEMPTS} times; will be retried")
 
 
+def record_state(pipeline: Pipeline, state: PageState) -> Outcome:
+    """Record one page state of a bulk load (a bootstrap's export line) by an event's rank rules, without
+    rebuild marks: the bootstrap renders every range afterwards. A newer state already recorded (a live event,
+    or a newer line of another chunk) is kept. Raises IngestConflict when the page kept changing."""
+    for _ in range(_ATTEMPTS):
+        outcome, _change = _apply(state, pipeline.store.get_page(state.url), pipeline, None)
+        if outcome is not None:
+            return outcome
+    raise IngestConflict(f"{state.url}: changed concurrently {_ATTEMPTS} times; will be retried")
+
+
 def _apply(
-    event: PageEvent, old: PageRecord | None, pipeline: Pipeline, marks: MarkBatch
+    state: PageState, old: PageRecord | None, pipeline: Pipeline, marks: MarkBatch | None
 ) -> tuple[Outcome | None, str | None]:
-    """One optimistic attempt; (None, None) when another writer got in first."""
-    # The state is the event's alone (an upsert without lastmod shows its occurred_at), so the newest event
-    # decides what is published whatever the order events arrived in.
-    state = state_from_event(event)
-    pending = old is not None and old.outbox != "" and old.outbox == marks.outbox  # this batch's, not yet sent
+    """One optimistic attempt; (None, None) when another writer got in first. Without ``marks`` (a bulk load),
+    a change is recorded under no outbox and sends no marks."""
+    pending = marks is not None and old is not None and old.outbox != "" and old.outbox == marks.outbox
     if old is not None:
-        if pending and not marks.has(old.url):
+        if marks is not None and pending and not marks.has(old.url):
             marks.add(old)  # recorded by an event of this batch that then failed: its marks go out with the rest
         elif not pending and old.outbox and pipeline.store.outbox_open(old.outbox):
             # The batch that recorded the stored change died before sending its marks (or is still running):
@@ -120,10 +131,11 @@ def _apply(
     expected = old.rank if old is not None else None
     if not pending and _unchanged(old, write):
         return (Outcome.NOOP, None) if pipeline.store.record_rank(write, expected) else (None, None)
-    outbox = marks.outbox_for(write.url)
+    outbox = marks.outbox_for(write.url) if marks is not None else ""
     if not pipeline.store.record_change(write, expected, old.section if old is not None else None, outbox):
         return None, None
-    marks.add(write)
+    if marks is not None:
+        marks.add(write)
     return Outcome.ACCEPTED, write.change or None
 
 
@@ -136,30 +148,6 @@ def _unchanged(old: PageRecord | None, write: PageWrite) -> bool:
         and old.digest == write.digest
         and (write.kind == "live" or old.lastmod == write.lastmod)
     )
-
-
-def record_state(pipeline: Pipeline, state: PageState) -> Outcome:
-    """Record one page state of a bulk load (a bootstrap's export line) by an event's rank rules, without
-    rebuild marks: the bootstrap renders every range afterwards. A newer state already recorded (a live event,
-    or a newer line of another chunk) is kept. Raises IngestConflict when the page kept changing."""
-    store = pipeline.store
-    for _ in range(_ATTEMPTS):
-        old = store.get_page(state.url)
-        if old is not None:
-            if old.outbox and store.outbox_open(old.outbox):
-                requeue(pipeline, [old])  # a live batch's change whose marks may be unsent: before overwriting it
-            if state.rank < old.rank:
-                return Outcome.STALE
-            if state.rank == old.rank:
-                return Outcome.NOOP
-        write = page_write(state, old)
-        expected = old.rank if old is not None else None
-        if _unchanged(old, write):
-            if store.record_rank(write, expected):
-                return Outcome.NOOP
-        elif store.record_change(write, expected, old.section if old is not None else None, ""):
-            return Outcome.ACCEPTED
-    raise IngestConflict(f"{state.url}: changed concurrently {_ATTEMPTS} times; will be retried")
 
 
 def event_urls(pipeline: Pipeline, bodies: list[str]) -> list[str]:
