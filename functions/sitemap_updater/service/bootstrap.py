@@ -24,6 +24,7 @@ import gzip
 import hashlib
 import json
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -187,6 +188,7 @@ def render_range(pipeline: Pipeline, section: str, within: KeyRange) -> RangeRes
     """Publish the files of one range of ``section`` from its manifest (see the module's note)."""
     store = pipeline.store
     states = sorted(store.entries(section, within), key=lambda s: (s.key, s.url))
+    keys = [s.key for s in states]  # a file's states are one slice of them
     live = [s.entry for s in states if s.entry is not None]
     layout = plan_in_range([e.key for e in live], [e.size for e in live], within, pipeline.limits, FILE_OVERHEAD)
     records = [f for f in store.files(section) if within.start <= f.key_range.start < within.end]
@@ -199,7 +201,7 @@ def render_range(pipeline: Pipeline, section: str, within: KeyRange) -> RangeRes
     result = RangeResult(section, urls=len(live))
     fresh = []
     for key_range in layout:
-        inside = [s for s in states if key_range.start <= s.key < key_range.end]
+        inside = states[bisect_left(keys, key_range.start) : bisect_left(keys, key_range.end)]
         record, put = render_file(pipeline, section, key_range, inside, by_range.get(key_range), holders, stamp)
         result.files.append(key_range.file_name(section))
         if put:
