@@ -134,7 +134,7 @@ class LocalStateMachine:
             following = None if state.get("End") else state.get("Next")
             try:
                 if state["Type"] == "Task":
-                    data = self._task(name, state, data, {}, inject)
+                    data, _attempts_made = self._task(name, state, data, {}, inject)
                 elif state["Type"] == "Map":
                     data = self._map(name, state, data, execution, inject)
                 elif state["Type"] == "Fail":
@@ -157,7 +157,8 @@ class LocalStateMachine:
     # --- states ----------------------------------------------------------------------------------------
     def _task(
         self, name: str, state: dict[str, Any], data: Any, context: dict[str, Any], inject: Injector | None
-    ) -> Any:
+    ) -> tuple[Any, int]:
+        """The state's output, and how many attempts it took."""
         parameters = _evaluate(state.get("Parameters", {}), data, context)
         payload = parameters.get("Payload", data)
         attempts = _attempts(state)
@@ -173,7 +174,7 @@ class LocalStateMachine:
         if "ResultSelector" in state:
             result = _evaluate(state["ResultSelector"], result, context)
         output = _place(data, state.get("ResultPath", "$"), result)
-        return _path(output, state["OutputPath"], context) if "OutputPath" in state else output
+        return (_path(output, state["OutputPath"], context) if "OutputPath" in state else output), attempt
 
     def _map(self, name: str, state: dict[str, Any], data: Any, execution: Execution, inject: Injector | None) -> Any:
         run = execution.maps.setdefault(name, MapRun())
@@ -183,15 +184,8 @@ class LocalStateMachine:
         for item in self._items(state["ItemReader"], data):
             context = {"Map": {"Item": {"Value": item}}}
             payload = _evaluate(state["ItemSelector"], data, context) if "ItemSelector" in state else item
-            tries = 0
-
-            def counted(step: str, body: dict[str, Any], attempt: int) -> None:
-                nonlocal tries
-                tries = attempt
-                if inject is not None:
-                    inject(step, body, attempt)
-
-            run.results.append(self._task(processor["StartAt"], inner, payload, context, counted))
+            output, tries = self._task(processor["StartAt"], inner, payload, context, inject)
+            run.results.append(output)
             run.items += 1
             run.attempts += tries
             if tries > 1:
