@@ -15,12 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from sitemap_updater.core.errors import LimitExceeded
+from sitemap_updater.core.errors import MAX_REJECTED_SHARE, LimitExceeded
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, INDEX_NAME, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError, parse_sections
 from sitemap_updater.service.adopt_limits import MAX_FILE_BYTES, MAX_TOTAL_BYTES
-from sitemap_updater.service.build import MAX_REJECTED_SHARE, BuildRefused, BuildResult, build
+from sitemap_updater.service.build import BuildRefused, BuildResult, build
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -1,4 +1,5 @@
-"""The one error type for rejected input: every problem names the field it is about."""
+"""The one error type for rejected input: every problem names the field it is about; and how many rejected
+events a bulk load (``build``, a bootstrap's export object) tolerates."""
 
 from __future__ import annotations
 
@@ -74,3 +75,22 @@ def _field_path(loc: tuple[int | str, ...], prefix: str) -> str:
         else:
             path += f".{part}" if path else str(part)
     return path or "(event)"
+
+
+# A build over this share of rejected events is refused (the old output stays): a few bad records still
+# publish (the sample export rejects 2 of 14 lines), a systemic fault (the wrong --site, an exporter that
+# renamed a field for a whole content type) stops before a quarter of the site disappears from its sitemaps.
+MAX_REJECTED_SHARE = 0.25
+
+
+def refusal(accepted: int, rejected: int, max_share: float) -> str | None:
+    """Why events with these counts must not replace a site's sitemaps, or None when they may."""
+    if accepted == 0:
+        return f"no event was accepted ({rejected:,} rejected): nothing to publish"
+    share = rejected / (accepted + rejected)
+    if share > max_share:
+        return (
+            f"{rejected:,} of {accepted + rejected:,} events were rejected ({share:.1%}), "
+            f"more than the {max_share:.0%} allowed"
+        )
+    return None

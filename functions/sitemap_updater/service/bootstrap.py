@@ -32,14 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitemap_updater.core.bootstrap_plan import plan_in_range, render_ranges
-from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.errors import MAX_REJECTED_SHARE, EventRejected, refusal
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.messages import bootstrap_index_request
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.reduce import PageState, reduce_states, state_from_event
 from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange
-from sitemap_updater.service.build import MAX_REJECTED_SHARE, refusal
 from sitemap_updater.service.dead_letters import dead_letter
 from sitemap_updater.service.ingest import Outcome, record_state
 from sitemap_updater.service.parked import replay_parked

@@ -24,7 +24,7 @@ from itertools import accumulate
 from operator import or_
 from pathlib import Path
 
-from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.errors import MAX_REJECTED_SHARE, EventRejected, refusal
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.layout import range_lastmod
 from sitemap_updater.core.records import decode_states
@@ -45,10 +45,6 @@ _TASK_STATES = 150_000  # states a reduce task takes at most (so a few tens of M
 _SITEMAP_FILE = "sitemap-*.xml.gz"
 _INDEX_FILE = "sitemap-index-*.xml"  # index files past the first (sitemap.xml), see core/render.py split_index
 _TEXT_FILE = "sitemap-*.txt"  # text sitemaps beside the sitemap files (text_sitemaps)
-# A build over this share of rejected events is refused (the old output stays): a few bad records still
-# publish (the sample export rejects 2 of 14 lines), a systemic fault (the wrong --site, an exporter that
-# renamed a field for a whole content type) stops before a quarter of the site disappears from its sitemaps.
-MAX_REJECTED_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,19 +453,6 @@ def build(
             stale.unlink()
             result.removed.append(stale.name)
     return result
-
-
-def refusal(accepted: int, rejected: int, max_share: float) -> str | None:
-    """Why events with these counts must not replace a site's sitemaps, or None when they may."""
-    if accepted == 0:
-        return f"no event was accepted ({rejected:,} rejected): nothing to publish"
-    share = rejected / (accepted + rejected)
-    if share > max_share:
-        return (
-            f"{rejected:,} of {accepted + rejected:,} events were rejected ({share:.1%}), "
-            f"more than the {max_share:.0%} allowed"
-        )
-    return None
 
 
 def _parse_all(
