@@ -3,8 +3,8 @@
 The package is ``functions/requirements.txt`` installed with its hashes into an empty folder plus the
 ``sitemap_updater`` sources. Each handler then runs in a fresh base interpreter (``-I -S``: no site-packages),
 as a cold Lambda container would, against moto and local HTTP receivers: ingest, shard rebuild, index
-rebuild, notify (IndexNow, and Search Console with a token minted by google-auth), the sweep, news expiry and
-the webhook endpoint.
+rebuild, notify (IndexNow, and Search Console with a token minted by google-auth), the sweep, news expiry,
+the webhook endpoint and the bootstrap's worker (every step of its state machine).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from sitemap_updater.local.bootstrap import LocalStateMachine
 from sitemap_updater.local.runner import _sqs_record
 from sitemap_updater.local.stack import REGION, LocalStack, create_stack, session
 from sitemap_updater.local.webhooks import Sample, function_url_event
@@ -262,6 +263,65 @@ def test_every_function_runs_from_the_built_package(
     # without reading the Search Console secret (its role may not), which leaves google-auth unloaded
     assert "google.oauth2.service_account" not in functions.modules["sweep"]
     site.check_assertions()
+
+
+class PackageBackend:
+    """The bootstrap state machine's worker, invoked from the built package; its bucket on moto."""
+
+    def __init__(self, functions: Functions, stack: LocalStack) -> None:
+        self._functions, self._s3 = functions, session().client("s3", endpoint_url=stack.endpoint_url)
+        self._bucket = stack.physical["SitemapBucket"]
+
+    def invoke(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._functions.invoke("sitemap_updater.handlers.bootstrap.handler", payload))
+
+    def list_objects(self, prefix: str) -> list[dict[str, Any]]:
+        found = self._s3.list_objects_v2(Bucket=self._bucket, Prefix=prefix).get("Contents", [])
+        return [{"Key": o["Key"], "Size": o["Size"]} for o in found]
+
+    def get_object(self, key: str) -> bytes:
+        return bytes(self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read())
+
+    def put_object(self, key: str, body: bytes) -> None:
+        self._s3.put_object(Bucket=self._bucket, Key=key, Body=body)
+
+
+def test_the_bootstrap_worker_runs_from_the_built_package(package: Path, moto_endpoint: str, tmp_path: Path) -> None:
+    # Given a stack and an export of 30 pages in two objects, one gzip
+    base = "https://www.example.com"
+    parameters = {"SiteUrl": base, "Sections": "blog", "CdnMaxAgeSeconds": "0", "MaxUrlsPerFile": "10"}
+    stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-bootstrap")
+    env = {
+        **stack.environment,
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+        "NOTIFY_DRY_RUN": "true",
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    functions = Functions(package, stack, env, tmp_path)
+    machine = LocalStateMachine(PackageBackend(functions, stack))
+    lines = [json.dumps({"type": "upsert", "url": f"{base}/blog/p{i}", "occurred_at": "2026-11-20T10:00:00Z"})
+             for i in range(30)]  # fmt: skip
+    machine.upload("package", ["\n".join(lines[:15]).encode(), "\n".join(lines[15:]).encode()], gzipped=[1])
+    # When the state machine runs its worker from the package, and the index function names the files
+    execution = machine.execute("package")
+    functions.drain()
+    # Then every step ran there, and the site's 30 pages are in its files and its index names them
+    assert execution.states[-1] == "Finish" and execution.maps["LoadChunks"].items == 2
+    s3 = session().client("s3", endpoint_url=moto_endpoint)
+    bucket = stack.physical["SitemapBucket"]
+    names = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    files = [n for n in names if n.startswith("sitemap-blog-") and n.endswith(".xml.gz")]
+    text = "".join(gzip.decompress(s3.get_object(Bucket=bucket, Key=n)["Body"].read()).decode() for n in files)
+    assert sorted(re.findall(r"<loc>([^<]+)</loc>", text)) == sorted(f"{base}/blog/p{i}" for i in range(30))
+    index = s3.get_object(Bucket=bucket, Key="sitemap.xml")["Body"].read().decode()
+    assert all(f"<loc>{base}/{n}</loc>" in index for n in files) and len(files) >= 3
+    assert "bootstrap" in functions.invoked and "rebuild_index" in functions.invoked
 
 
 def test_the_lock_has_a_lambda_wheel_for_every_package(tmp_path: Path) -> None:
