@@ -243,19 +243,20 @@ class Meter:
 
             return charge
 
-        def parked_size(parked_id: str, messages: list[tuple[str, str]]) -> int:  # pk, sk, the JSON of the requests
-            return 2 + 6 + 2 + len(parked_id) + 1 + sum(_utf8(g) + _utf8(b) + 8 for g, b in messages)
+        def parked_size(parked_id: str, group: str, body: str) -> int:  # pk, sk (with #nn), the request's JSON
+            return 2 + 6 + 2 + len(parked_id) + 3 + 1 + _utf8(group) + _utf8(body) + 8
 
         def park(parked_id: str, messages: list[tuple[str, str]]) -> Charge:
             def charge(u: Usage, parked: bool) -> None:
                 u.rru += 2  # the import item's ConditionCheck: a read at the transaction's double rate
-                if parked:
-                    self._write(u, 0, parked_size(parked_id, messages), factor=2)
+                if parked:  # one item a request
+                    for group, body in messages:
+                        self._write(u, 0, parked_size(parked_id, group, body), factor=2)
 
             return charge
 
         def parked(*_: Any) -> Charge:
-            return lambda u, found: self._query(u, [parked_size(i, m) for i, m in found])
+            return lambda u, found: self._query(u, [parked_size(i, g, b) for i, m in found for g, b in m])
 
         def small_read(*_: Any) -> Charge:
             return lambda u, _r: self._read(u, [60])

@@ -179,3 +179,17 @@ def test_a_run_that_failed_while_rendering_resumes_with_its_plan(local_run: Loca
     assert run.published() == reference_site(pages, Limits(max_urls=MAX_URLS)).all_bytes()
     first = execution.maps["RenderRanges"].results[0]
     assert first["put"] == 0 and first["files"] > 0
+
+
+def test_a_parked_batch_of_ten_large_rebuild_requests_fits_dynamodb_s_item_limit(local_run: LocalRunFactory) -> None:
+    # Ten rebuild requests of 200 KB each (SQS takes 256 KB a message): 2 MB, five times one item's 400 KB
+    run = local_run(MAX_URLS)
+    store = run.pipeline.store
+    store.set_import_running(True)
+    messages = [("blog", json.dumps({"pad": "x" * 200_000, "n": i})) for i in range(10)]
+    assert store.park("0000000000000001#m-1", messages)
+    parked = store.parked()
+    assert [m for _, batch in parked for m in batch] == messages
+    for parked_id, _ in parked:
+        store.unpark(parked_id)
+    assert store.parked() == []

@@ -256,10 +256,13 @@ class FakeStore:
         return self.parked_items
 
     def park(self, parked_id: str, messages: list[tuple[str, str]]) -> bool:
-        def put() -> bool:
+        def put() -> bool:  # one item a request, as ManifestStore writes them, each within DynamoDB's limits
+            items = {f"{parked_id}#{n:02d}": (group, body) for n, (group, body) in enumerate(messages)}
+            for sk, pair in items.items():
+                check_item({"pk": {"S": "parked"}, "sk": {"S": sk}, "m": {"S": json.dumps(pair)}}, "TransactWriteItems")
             if not self.importing:
                 return False
-            self._parked()[parked_id] = list(messages)
+            self._parked().update({sk: [pair] for sk, pair in items.items()})
             return True
 
         return bool(self._call("transact_write_items", put))

@@ -11,7 +11,7 @@ One table, keys ``pk`` (partition) and ``sk`` (sort):
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
 | outbox | ``outbox`` | ``<opened, 16 hex>#<batch>`` | the URLs an ingest batch may change, until its marks are sent |
 | import running | ``import`` | ``import`` | exists while an import or a bootstrap runs |
-| parked rebuild batch | ``parked`` | ``<parked, 16 hex>#<message id>`` | rebuild requests kept until the import ends |
+| parked request | ``parked`` | ``<parked, 16 hex>#<message id>#<nn>`` | one request kept until the import ends |
 
 A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BETWEEN <start> AND <end>``.
 Every key naming a URL takes it through ``url_id``, which keeps keys within DynamoDB's limits.
@@ -462,21 +462,19 @@ class ManifestStore:
     def park(self, parked_id: str, messages: list[tuple[str, str]]) -> bool:
         """Keep a rebuild batch's requests (``(group, body)`` each) until the running import or bootstrap ends,
         only if one still runs (the import item's existence is checked in the same transaction): False when none
-        does, and the caller rebuilds at once."""
-        body = json.dumps(messages, separators=(",", ":"), ensure_ascii=False)
+        does, and the caller rebuilds at once. One item a request: SQS takes 256 KB a message, and ten of them
+        would not fit one 400 KB item (a transaction takes 100 items and 4 MB)."""
+        puts: list[Any] = [
+            {"Put": {"TableName": self.table, "Item": {
+                "pk": _s(_PARKED), "sk": _s(f"{parked_id}#{number:02d}"),
+                "m": _s(json.dumps([group, body], separators=(",", ":"), ensure_ascii=False)),
+            }}}
+            for number, (group, body) in enumerate(messages)
+        ]  # fmt: skip
+        check: Any = {"TableName": self.table, "Key": {"pk": _s("import"), "sk": _s("import")},
+                 "ConditionExpression": "attribute_exists(pk)"}  # fmt: skip
         try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "ConditionCheck": {
-                            "TableName": self.table,
-                            "Key": {"pk": _s("import"), "sk": _s("import")},
-                            "ConditionExpression": "attribute_exists(pk)",
-                        }
-                    },
-                    {"Put": {"TableName": self.table, "Item": {"pk": _s(_PARKED), "sk": _s(parked_id), "m": _s(body)}}},
-                ]
-            )
+            self._client.transact_write_items(TransactItems=[{"ConditionCheck": check}, *puts])
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or []
             if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException" and any(
@@ -487,7 +485,7 @@ class ManifestStore:
         return True
 
     def parked(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        """Every parked rebuild batch: its id and its ``(group, body)`` requests, oldest first."""
+        """Every parked rebuild request: its item's id and its ``(group, body)``, oldest first."""
         found: list[tuple[str, list[tuple[str, str]]]] = []
         pages = self._client.get_paginator("query").paginate(
             TableName=self.table,
@@ -497,7 +495,8 @@ class ManifestStore:
         )
         for page in pages:
             for item in page.get("Items", []):
-                found.append((item["sk"]["S"], [(g, b) for g, b in json.loads(item["m"]["S"])]))
+                group, body = json.loads(item["m"]["S"])
+                found.append((item["sk"]["S"], [(group, body)]))
         return found
 
     def unpark(self, parked_id: str) -> None:
