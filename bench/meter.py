@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -30,6 +30,7 @@ from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.pages import PageFields, PageRecord, PageWrite
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState
+from sitemap_updater.wiring.pipeline import RENDER_THREADS
 from tests.sim.dynamo import FakeDynamoClient, item_size
 from tests.sim.fakes import FakeS3, FakeStore, SimQueueState
 
@@ -74,6 +75,7 @@ class Meter:
         self.function = "setup"
         self._depth = 0
         self._excluded = 0.0  # CPU seconds inside the fakes and the accounting, during the current invocation
+        self._scale = 1.0  # the current invocation's CPU scale (its memory setting)
         self.puts: list[tuple[str, int]] = []  # sitemap files and index put (name, bytes), until taken
         self.logs = LogSink()
         self._check_coverage()
@@ -94,6 +96,7 @@ class Meter:
         self.function = function
         usage = self.now
         wait, self._excluded, logged = usage.wait_s, 0.0, self.logs.bytes
+        self._scale = cpu_scale
         started = time.process_time()
         result = call()
         cpu = max(0.0, time.process_time() - started - self._excluded)
@@ -103,6 +106,25 @@ class Meter:
         usage.cpu_s += cpu
         usage.billed_ms += billed
         return result, billed / 1000
+
+    def concurrently(self, task: Callable[[Any], Any], items: Sequence[Any], /) -> list[Any]:
+        """The pipeline's fan-out, as ``wiring.pipeline.Threads`` runs it on Lambda, billed as overlapping: the
+        tasks run here one after another (the simulation's fakes are not thread-safe), and the invocation is
+        billed what they take at once: no less than all of their CPU (one core at most, and the GIL), nor than
+        the longest task, nor than their sum spread over the pool's threads. What overlaps is taken off the
+        invocation's wait."""
+        usage, results, spans = self.now, [], []
+        for item in items:
+            wait, excluded, started = usage.wait_s, self._excluded, time.process_time()
+            results.append(task(item))
+            cpu = max(0.0, time.process_time() - started - (self._excluded - excluded)) * self._scale
+            spans.append((cpu, usage.wait_s - wait))
+        if len(spans) > 1:
+            one_by_one = sum(cpu + wait for cpu, wait in spans)
+            at_once = max(sum(cpu for cpu, _ in spans), max(cpu + wait for cpu, wait in spans),
+                          one_by_one / RENDER_THREADS)  # fmt: skip
+            usage.wait_s -= one_by_one - at_once
+        return results
 
     def take_puts(self, at: float) -> list[tuple[str, int, float]]:
         """The sitemap files and index put since the last call, stamped with the virtual time ``at``."""

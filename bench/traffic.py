@@ -25,7 +25,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lxml import etree
@@ -149,6 +149,7 @@ class Driver:
         self.functions = functions(sim)
         self.ingest = next(f for f in self.functions.values() if f.queue is not None and not f.queue.fifo)
         self.fifo = [f for f in self.functions.values() if f.queue is not None and f.queue.fifo]
+        sim.pipeline = replace(sim.pipeline, fan_out=meter.concurrently)  # a rebuild's files, billed as overlapping
         use_pipeline(sim.pipeline, Notifiers(Http(meter), None, sleep=lambda _s: None, monotonic=lambda: 0.0))
         self._waiting: dict[str, str] = {}  # changed pages no put has shown yet: canonical URL -> new lastmod
         self._shown: dict[str, float] = {}  # canonical URL -> when the invocation that first showed it ended

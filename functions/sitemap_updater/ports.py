@@ -4,14 +4,24 @@ mypy checks both against these signatures wherever they are wired into a ``Pipel
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+class FanOut(Protocol):
+    """Runs independent tasks, at once where it can (threads on Lambda; one after another in the simulation, which
+    stays deterministic), and returns their results in order once every one has finished; the first error raises."""
+
+    def __call__(self, task: Callable[[_Item], _Result], items: Sequence[_Item], /) -> list[_Result]: ...
 
 
 class Manifest(Protocol):

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.urls import Site
-from sitemap_updater.ports import Bucket, Manifest, Queue
+from sitemap_updater.ports import Bucket, FanOut, Manifest, Queue
 from sitemap_updater.settings import Settings
 
 
 def utc_now() -> datetime:
     """The clock of a deployed pipeline: now, in UTC."""
     return datetime.now(UTC)
+
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def in_turn(task: Callable[[_Item], _Result], items: Sequence[_Item], /) -> list[_Result]:
+    """The fan-out of a pipeline without threads: one task after another."""
+    return [task(item) for item in items]
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,8 @@ class Pipeline:
     dead_letters: Queue
     clock: Callable[[], datetime] = field(default=utc_now)
     observe: Callable[[object], None] = field(default=lambda _result: None)
+    # How a rebuild reads, renders and puts its files: at once on Lambda, where each waits on S3 round trips.
+    fan_out: FanOut = field(default=in_turn)
     # The FIFO dead-letter queues of the rebuild, index and notify queues (None: failures are left to SQS).
     rebuild_dead_letters: Queue | None = None
     index_dead_letters: Queue | None = None

@@ -7,7 +7,7 @@ computed from the recorded counts of untouched files plus the manifest of the to
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -56,6 +56,16 @@ def _inside(inner: KeyRange, outer: KeyRange) -> bool:
     return outer.start <= inner.start and inner.end <= outer.end
 
 
+def _position(state: PageState) -> tuple[int, str]:
+    return state.key, state.url
+
+
+def _holds_any(key_range: KeyRange, keys: list[int]) -> bool:
+    """Whether ``key_range`` holds any of ``keys`` (sorted)."""
+    i = bisect_left(keys, key_range.start)
+    return i < len(keys) and keys[i] < key_range.end
+
+
 def _region_for(key: int, live: list[PublishedFile]) -> KeyRange:
     """The file range holding ``key``; for a key in no file, the largest empty node on its path."""
     for published in live:
@@ -91,8 +101,23 @@ class _Section:
         self.loaded: dict[KeyRange, list[PageState]] = {}
         self._keys: dict[KeyRange, list[int]] = {}  # keys of live entries, sorted
         self._sizes: dict[KeyRange, list[int]] = {}  # running totals of their sizes
+        self._state_keys: dict[KeyRange, list[int]] = {}  # keys of every loaded state (tombstones too), sorted
         self.entries_read = 0
         self.snapshots_read = 0
+        self._snapshots: dict[str, tuple[str, bytes] | None] = {}  # read ahead, by file name
+        self._asked: set[tuple[int, str]] = set()  # marked pages whose entries were read ahead
+        self._entries: dict[tuple[int, str], PageState] = {}  # what that found
+
+    def read_ahead(self, files: list[PublishedFile]) -> None:
+        """Read the snapshots of ``files`` at once (each waits on one S3 round trip) and the marked pages' entries
+        in one go, before ``load`` takes them one file at a time."""
+        found = self._pipeline.fan_out(lambda f: (f.name, self._pipeline.bucket.read_snapshot(f.name)), files)
+        self._snapshots.update(found)
+        pages = [page for page in self._marked if any(f.key_range.contains(page[0]) for f in files)]
+        self._asked.update(pages)
+        if pages:
+            found_entries = self._pipeline.store.entries_for(self.section, pages)
+            self._entries.update(((state.key, state.url), state) for state in found_entries)
 
     def load(self, region: KeyRange) -> None:
         """Read the manifest of ``region`` (ranges are nodes of one key tree: nested or disjoint). A region inside
@@ -101,7 +126,7 @@ class _Section:
         if any(_inside(region, loaded) for loaded in self.loaded):
             return
         for inner in [loaded for loaded in self.loaded if _inside(loaded, region)]:
-            del self.loaded[inner], self._keys[inner], self._sizes[inner]
+            del self.loaded[inner], self._keys[inner], self._sizes[inner], self._state_keys[inner]
         if region not in self.loaded:
             published = next((f for f in self.live if f.key_range == region), None)
             states = self._from_snapshot(published) if published is not None else None
@@ -109,6 +134,7 @@ class _Section:
                 states = sorted(self._pipeline.store.entries(self.section, region), key=lambda s: (s.key, s.url))
                 self.entries_read += len(states)
             self.loaded[region] = states
+            self._state_keys[region] = [s.key for s in states]
             live = [s.entry for s in states if s.entry is not None]
             self._keys[region] = [e.key for e in live]
             self._sizes[region] = [0, *accumulate(e.size for e in live)]
@@ -132,21 +158,30 @@ class _Section:
         of the file's current bytes (a crash between the put and the record, or no snapshot yet)."""
         if published.unsettled:
             return None
-        found = self._pipeline.bucket.read_snapshot(published.name)
+        if published.name in self._snapshots:
+            found = self._snapshots.pop(published.name)
+        else:
+            found = self._pipeline.bucket.read_snapshot(published.name)
         if found is None or found[0] != snapshot_id(published.sha256, published.key_range):
             return None
         key_range = published.key_range
-        states = {(s.key, s.url): s for s in decode_states(found[1]) if key_range.contains(s.key)}
-        if sum(1 for s in states.values() if s.entry is not None) != published.url_count:
+        states = [s for s in decode_states(found[1]) if key_range.contains(s.key)]  # written in order
+        if sum(1 for s in states if s.entry is not None) != published.url_count:
             return None  # not the file's pages: read the manifest
         self.snapshots_read += 1
         pages = [(key, url) for key, url in self._marked if key_range.contains(key)]
-        for page in pages:
-            states.pop(page, None)
-        for state in self._pipeline.store.entries_for(self.section, pages) if pages else []:
-            states[(state.key, state.url)] = state
+        if not pages:
+            return states
+        if self._asked.issuperset(pages):
+            current = [self._entries[page] for page in pages if page in self._entries]
+        else:
+            current = self._pipeline.store.entries_for(self.section, pages)
         self.entries_read += len(pages)
-        return sorted(states.values(), key=lambda s: (s.key, s.url))
+        marked = set(pages)
+        states = [s for s in states if (s.key, s.url) not in marked]
+        for state in current:
+            insort(states, state, key=_position)
+        return states
 
     def _unloaded_files(self) -> Iterable[PublishedFile]:
         return (f for f in self.live if not any(_inside(f.key_range, r) for r in self.loaded))
@@ -178,8 +213,13 @@ class _Section:
                 self.load(published.key_range)
         for gap in self._gaps(key_range):
             self.load(gap)
-        found = [s for states in self.loaded.values() for s in states if key_range.start <= s.key < key_range.end]
-        return sorted(found, key=lambda s: (s.key, s.url))
+        found: list[PageState] = []
+        for region in sorted(self.loaded, key=lambda r: r.start):  # disjoint, each sorted: in order when joined
+            if region.end <= key_range.start or key_range.end <= region.start:
+                continue
+            keys = self._state_keys[region]
+            found += self.loaded[region][bisect_left(keys, key_range.start) : bisect_left(keys, key_range.end)]
+        return found
 
 
 def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) -> SectionRebuild:
@@ -207,6 +247,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     marked_pages = [(m.key, m.url) for m in marks if m.key is not None and m.url is not None]
     data = _Section(pipeline, section, live, marked_pages)
     dirty_keys = sorted({m.key for m in marks if m.key is not None})
+    data.read_ahead([f for f in live if not f.unsettled and _holds_any(f.key_range, dirty_keys)])
     for key in dirty_keys:
         data.load(_region_for(key, live))
     for uncertain in (f for f in records if f.state == "writing" or f.unsettled):
@@ -222,16 +263,19 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     # The record that holds each name (one per range start): a put under a name first records its intent there.
     holders = {f.name: f for f in records if f.state != "unnamed" and f.name in names}
     as_of = to_micros(pipeline.clock())
-    fresh: list[PublishedFile] = []
+    jobs: list[tuple[KeyRange, list[PageState], PublishedFile | None]] = []
     for key_range in layout:
         old = by_range.get(key_range)
-        i = bisect_left(dirty_keys, key_range.start)
-        touched = i < len(dirty_keys) and dirty_keys[i] < key_range.end
-        if old is not None and not touched and not old.unsettled:
+        if old is not None and not _holds_any(key_range, dirty_keys) and not old.unsettled:
             continue  # an unsettled file may hold other bytes (a crash after a put): it is rendered again
-        record, put = render_file(
-            pipeline, section, key_range, data.states_in(key_range), old, holders, (version, seq, as_of)
-        )
+        jobs.append((key_range, data.states_in(key_range), old))
+    # Each file is rendered and put on its own (its intent record, snapshot and bytes): at once, each waiting
+    # on its S3 and DynamoDB round trips while the others render.
+    rendered = pipeline.fan_out(
+        lambda job: render_file(pipeline, section, job[0], job[1], job[2], holders, (version, seq, as_of)), jobs
+    )
+    fresh: list[PublishedFile] = []
+    for (key_range, _, _), (record, put) in zip(jobs, rendered, strict=True):
         if put:
             result.put.append(key_range.file_name(section))
         if record is not None:
@@ -271,8 +315,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
             section, seq, result.changed_urls, result.digests, result.put, result.lastmods, result.ranks
         )
         pipeline.notify_queue.send(*message)
-    for published in fresh:
-        store.put_file(published)  # after the bytes exist: the index only ever names published files
+    pipeline.fan_out(store.put_file, fresh)  # after the bytes exist: the index only ever names published files
     if fresh or result.retired or dirty_keys or any(f.pending_index for f in live):
         # Fresh records are pending for the index; a retry after a crash finds them still pending, so the
         # index is always told. It names them and clears them.

@@ -4,9 +4,10 @@ the environment (or set by a local runner and tests). ``service/`` only receives
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import botocore.session
 from botocore.config import Config
@@ -28,11 +29,37 @@ from sitemap_updater.settings import Settings
 # Four attempts: the worst backoff (about 1 + 2 + 4 s for throttles) still fits the ingest function's 30 s.
 # What is still failing after that raises, the invocation (or its batch item) fails, and SQS redelivers.
 # A pool as large as the bootstrap's writes in flight (service/bootstrap.py RECORD_THREADS), so none waits for or
-# discards a connection; the other functions use one connection at a time.
+# discards a connection; a rebuild has RENDER_THREADS calls in flight, the other functions one.
 CLIENT_CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": 4},  # "max_attempts" counts retries only
     max_pool_connections=16,
 )
+
+
+# Files a rebuild reads, renders and puts at once. Rendering holds the GIL (and a function of 1,024 MB has 0.58 of a
+# vCPU), so more threads would not render faster; eight keep the CPU busy while the others wait on S3.
+RENDER_THREADS = 8
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+class Threads:
+    """The pipeline's fan-out on Lambda: tasks on a pool of threads kept for the life of the container. It waits
+    for every task, also when one fails (none is left writing after the invocation has answered), and raises the
+    first error in the order of the items."""
+
+    def __init__(self, workers: int = RENDER_THREADS) -> None:
+        self._workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __call__(self, task: Callable[[_Item], _Result], items: Sequence[_Item], /) -> list[_Result]:
+        if len(items) < 2 or self._workers < 2:
+            return [task(item) for item in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="fan-out")
+        futures = [self._pool.submit(task, item) for item in items]
+        wait(futures)
+        return [future.result() for future in futures]
 
 
 class BotocoreClients:
@@ -76,6 +103,7 @@ def connect_pipeline(
         rebuild_dead_letters=MessageQueue(sqs, settings.rebuild_dlq_url) if settings.rebuild_dlq_url else None,
         index_dead_letters=MessageQueue(sqs, settings.index_dlq_url) if settings.index_dlq_url else None,
         notify_dead_letters=MessageQueue(sqs, settings.notify_dlq_url) if settings.notify_dlq_url else None,
+        fan_out=Threads(),
     )
 
 
