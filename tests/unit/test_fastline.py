@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sitemap_updater.core import fastline
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.event_rules import MAX_BODY_BYTES
 from sitemap_updater.core.events import parse_event
@@ -406,6 +407,28 @@ def test_a_chunk_read_at_once_is_read_as_its_lines_one_by_one(lines: list[bytes]
     decoded, _ = _decode_chunk(data)
     # Then it reads each line as that line alone reads
     assert decoded == one_by_one(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from([VALID_JSON.encode(), TWO.encode(), *TRICKY_LINES, *SPLIT_LINES]), max_size=12),
+    ends=st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    last=st.booleans(),
+    block=st.integers(min_value=1, max_value=400),
+)
+def test_a_chunk_parsed_in_blocks_is_parsed_as_one(lines: list[bytes], ends: bytes, last: bool, block: int) -> None:
+    # Given a chunk of any lines, whole or cut, with any line ends, and the parser's one block
+    data = ends.join(lines) + (ends if last else b"")
+    whole = SpillGroups()
+    expected = LineParser(SITE).parse(data, whole)
+    # When it is parsed in blocks of about ``block`` bytes (cut after a \n)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fastline, "_DECODE_BYTES", block)
+        blocks = SpillGroups()
+        found = LineParser(SITE).parse(data, blocks)
+    # Then it counts the same lines, leaves the same ones with the same numbers, and spills the same states
+    assert found == expected
+    assert blocks.groups == whole.groups
 
 
 @pytest.mark.parametrize("size", [MAX_BODY_BYTES - 1000, MAX_BODY_BYTES, MAX_BODY_BYTES + 1, 3 * MAX_BODY_BYTES])
