@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
+import gc
 import shutil
 import sys
 import tempfile
@@ -340,6 +340,9 @@ def _build(args: argparse.Namespace) -> int:
     if events != STDIN and not events.is_file():
         print(f"sitemap-updater: cannot read {events}: no such file", file=sys.stderr)
         return EXIT_USAGE
+    # What is alive now (the modules, mostly) lives until the process exits: the collector leaves it alone from
+    # here, in this process and in the forked workers (whose pages stay shared), and at exit (about 15 ms less).
+    gc.freeze()
     try:
         with _spooled(events) as source:
             return _build_from(source, input_name(events), args)
@@ -422,6 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_import(args)
     if args.command == "schema":
+        import json
+
         from sitemap_updater.core.events import event_json_schema
 
         print(json.dumps(event_json_schema(), indent=2, ensure_ascii=False))

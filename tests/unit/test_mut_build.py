@@ -127,4 +127,9 @@ def test_without_glibcs_mallopt_a_worker_starts_as_it_is(monkeypatch: pytest.Mon
         raise OSError("no such library")
 
     monkeypatch.setattr(ctypes, "CDLL", no_library)
-    build_module._keep_freed_memory()  # does not raise
+    build_module._mallopt.cache_clear()
+    try:
+        build_module._keep_freed_memory()  # does not raise
+        assert build_module._mallopt() is None
+    finally:
+        build_module._mallopt.cache_clear()
