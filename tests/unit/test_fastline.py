@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -467,6 +468,18 @@ def test_a_value_cut_in_two_is_not_joined_again(cut: int, ends: bytes) -> None:
     decoded, _ = _decode_chunk(data)
     # Then no line is of the common shape, as one by one
     assert decoded == one_by_one(data) == [None, None, None]
+
+
+def test_the_unicode_paths_class_is_the_path_characters_and_those_above_ascii_xml_allows() -> None:
+    # Given every character, and the class as the contract words it: the clean path characters, "/", and the
+    # characters above ASCII that XML 1.0 allows
+    every = "".join(map(chr, range(0x110000)))
+    worded = re.compile(f"[{fastline._PATH_CHARS}/\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+    # When the fast path's class (of the characters it excludes) leaves out what it matches
+    kept = re.compile(f"[^{fastline._NOT_UNICODE_PATH}]").sub("", every)
+    # Then it matches the same characters
+    assert kept == worded.sub("", every)
+    assert {*kept} >= {"%", "?", "#", " ", "\ud800", "\uffff"}
 
 
 def _canonical_or_none(url: str, site: Site) -> str | None:
