@@ -8,18 +8,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sitemap_updater.core.entry import Entry
+from sitemap_updater.core.reduce import Tombstone
 from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, RenderedFile, render_indexes, render_urlset
-from sitemap_updater.core.sharding import INDEX_NAME, KeyRange, Limits, plan_ranges
-
-
-@dataclass(frozen=True, slots=True)
-class Tombstone:
-    """A deleted page: remembered so a late, older upsert cannot revive it, and so its file's lastmod moves."""
-
-    url: str
-    key: int
-    section: str
-    deleted_us: int
+from sitemap_updater.core.sharding import INDEX_NAME, KeyRange, Limits, plan_ranges, range_lastmod
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,17 +37,6 @@ def plan_section(
         lastmod = range_lastmod(keys, lastmods, deleted, key_range)
         planned.append(PlannedFile(section, key_range, key_range.file_name(section), members, lastmod))
     return planned
-
-
-def range_lastmod(
-    keys: Sequence[int], lastmods: Sequence[int], deleted: Sequence[tuple[int, int]], key_range: KeyRange
-) -> int:
-    """A file's lastmod from its data: the newest lastmod of its entries, or a later delete in its range."""
-    lo, hi = bisect_left(keys, key_range.start), bisect_left(keys, key_range.end)
-    newest = max(lastmods[lo:hi], default=0)
-    d_lo = bisect_left(deleted, (key_range.start, -1))
-    d_hi = bisect_left(deleted, (key_range.end, -1))
-    return max([newest, *(deleted_us for _, deleted_us in deleted[d_lo:d_hi])])
 
 
 @dataclass(frozen=True, slots=True)

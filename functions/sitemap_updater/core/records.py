@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from sitemap_updater.core.entry import Entry
-from sitemap_updater.core.layout import Tombstone
-from sitemap_updater.core.reduce import PageState
+from sitemap_updater.core.reduce import PageState, Tombstone
 
 # kind, version, occurred_us, key, lastmod_us, news_us, flags, len(url), len(section), len(body), len(news)
 _HEAD = struct.Struct("<BqqQqqBIHII")

@@ -5,14 +5,24 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from sitemap_updater.core.entry import Entry, entry_from_event, moment_micros
-from sitemap_updater.core.layout import Tombstone
 from sitemap_updater.core.sharding import page_key
 
 if TYPE_CHECKING:
     from sitemap_updater.core.events import PageEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """A deleted page: remembered so a late, older upsert cannot revive it, and so its file's lastmod moves."""
+
+    url: str
+    key: int
+    section: str
+    deleted_us: int
 
 
 class PageState(NamedTuple):

@@ -139,3 +139,14 @@ def plan_with(stats: RangeStats, limits: Limits, overhead: int) -> list[KeyRange
         stack.append((mid, end, depth + 1))
         stack.append((start, mid, depth + 1))
     return ranges
+
+
+def range_lastmod(
+    keys: Sequence[int], lastmods: Sequence[int], deleted: Sequence[tuple[int, int]], key_range: KeyRange
+) -> int:
+    """A file's lastmod from its data: the newest lastmod of its entries, or a later delete in its range."""
+    lo, hi = bisect_left(keys, key_range.start), bisect_left(keys, key_range.end)
+    newest = max(lastmods[lo:hi], default=0)
+    d_lo = bisect_left(deleted, (key_range.start, -1))
+    d_hi = bisect_left(deleted, (key_range.end, -1))
+    return max([newest, *(deleted_us for _, deleted_us in deleted[d_lo:d_hi])])

@@ -23,10 +23,10 @@ from functools import cache, reduce
 from itertools import accumulate
 from operator import or_
 from pathlib import Path
+from typing import NamedTuple
 
 from sitemap_updater.core.errors import MAX_REJECTED_SHARE, EventRejected, refusal
 from sitemap_updater.core.fastline import LineParser
-from sitemap_updater.core.layout import range_lastmod
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.render import (
     FILE_OVERHEAD,
@@ -36,7 +36,15 @@ from sitemap_updater.core.render import (
     render_text,
     render_urlset,
 )
-from sitemap_updater.core.sharding import INDEX_NAME, KEY_SPACE, Limits, plan_ranges, plan_with, text_twin
+from sitemap_updater.core.sharding import (
+    INDEX_NAME,
+    KEY_SPACE,
+    Limits,
+    plan_ranges,
+    plan_with,
+    range_lastmod,
+    text_twin,
+)
 from sitemap_updater.core.spill import BUCKETS, HEAD, SHIFT, SectionRun, SpillGroups, reduce_bucket, spill_state
 from sitemap_updater.core.urls import Site
 
@@ -47,8 +55,7 @@ _INDEX_FILE = "sitemap-index-*.xml"  # index files past the first (sitemap.xml),
 _TEXT_FILE = "sitemap-*.txt"  # text sitemaps beside the sitemap files (text_sitemaps)
 
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
+class Rejection(NamedTuple):
     line: int
     reason: str
 
@@ -77,8 +84,7 @@ class BuildResult:
     indexes: list[str] = field(default_factory=list)  # sitemap.xml, then any further index files
 
 
-@dataclass(frozen=True, slots=True)
-class _ChunkResult:
+class _ChunkResult(NamedTuple):
     path: str
     # per bucket: (section, number of states, offset of their heads, bytes of heads and data)
     bucket_runs: list[list[tuple[str, int, int, int]]]
@@ -89,8 +95,7 @@ class _ChunkResult:
     news_sections: set[str]  # sections of events with a news part (whether or not they win)
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
+class _Part(NamedTuple):
     """One reduce task's share of a section: where its entries start in the section's arrays and in the files."""
 
     buckets: tuple[int, int]  # the first and last bucket of the task's key range
@@ -112,8 +117,7 @@ class _SectionRuns:
     deleted: list[tuple[int, int]] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class _BucketSection:
+class _BucketSection(NamedTuple):
     keys: array[int]
     sizes: array[int]
     lastmods: array[int]
@@ -157,8 +161,7 @@ def _mallopt() -> Callable[[int, int], int] | None:
     return mallopt
 
 
-@dataclass(frozen=True, slots=True)
-class _Fold:
+class _Fold(NamedTuple):
     """What a reduce task needs to render the files of some sections itself (see _fold_sections)."""
 
     sections: frozenset[str]
@@ -166,12 +169,11 @@ class _Fold:
     out_dir: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Folded:
+class _Folded(NamedTuple):
     """One section's files that a reduce task rendered from its key range, and that range's live entries."""
 
     files: list[tuple[str, int, int, int, int]]  # name, URLs, gzip bytes, XML bytes, lastmod (in key order)
-    count: int
+    entries: int
     size: int  # XML bytes of the entries' <url> elements
 
 
@@ -435,7 +437,7 @@ def build(
             again = {
                 section
                 for section, parts in folded.items()
-                if _some_wider_range_fits([p.count for p in parts], [p.size for p in parts], limits)
+                if _some_wider_range_fits([p.entries for p in parts], [p.size for p in parts], limits)
             }
             if again:
                 for section in again:

@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
-from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile, range_lastmod
+from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile
 from sitemap_updater.core.messages import DirtyMark, change_record, section_index_request
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, render_text, render_urlset
-from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, text_twin
+from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, range_lastmod, text_twin
 from sitemap_updater.service.pipeline import Pipeline
 
 _RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000
