@@ -235,7 +235,7 @@ def _reduce_distinct(
         array("L", map(add, _take(cols.body_lengths, order), repeat(_CLOSE))),
         array("q", _take(moments, order)),
         array("B", _take(cols.flags, order)),
-        URL_CLOSE.join(bodies) + URL_CLOSE,
+        URL_CLOSE.join(chain(bodies, [b""])),  # each closed: a last, empty part (not a copy plus URL_CLOSE)
         b"",
         False,
     )
@@ -269,7 +269,7 @@ def _reduce_records(groups: dict[str, tuple[bytes, bytes]], keep: set[str], keep
             array("L", [r[END] - r[BODY] + _CLOSE for r in records]),
             array("q", map(itemgetter(MOMENT), records)),
             array("B", map(itemgetter(FLAGS), records)),
-            URL_CLOSE.join([data[r[BODY] : r[END]] for r in records]) + URL_CLOSE,
+            URL_CLOSE.join([*(data[r[BODY] : r[END]] for r in records), b""]),
             b"".join([data[r[START] : r[END]] for r in records]) if kept else b"",
             any(r[NEWS] != r[END] for r in records),
         )
