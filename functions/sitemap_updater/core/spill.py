@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, islice, repeat
 from operator import add, itemgetter, lt
-from typing import Any
+from typing import Any, NamedTuple
 
 from sitemap_updater.core.entry import URL_CLOSE
 from sitemap_updater.core.records import (
@@ -98,8 +98,7 @@ class SpillGroups:
                     yield bucket, section, len(heads[bucket]) // HEAD.size, heads[bucket], data[bucket]
 
 
-@dataclass(frozen=True, slots=True)
-class SectionRun:
+class SectionRun(NamedTuple):
     """The live entries of one section in one bucket after the reduce, sorted by key (then URL)."""
 
     keys: array[int]
@@ -161,8 +160,7 @@ def _column(heads: bytes, field: int, code: str) -> array[int]:
     return column
 
 
-@dataclass(frozen=True, slots=True)
-class _Columns:
+class _Columns(NamedTuple):
     """What the reduce of distinct keys reads of a group's heads."""
 
     keys: array[int]
