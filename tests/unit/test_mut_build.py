@@ -4,6 +4,7 @@ several 4 MiB chunks (issue 13's survivors of service/build.py)."""
 
 from __future__ import annotations
 
+import concurrent.futures.process
 import json
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,7 @@ class _NoProcesses:
 def test_a_small_export_or_one_worker_builds_without_starting_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(build_module, "ProcessPoolExecutor", _NoProcesses)
+    monkeypatch.setattr(concurrent.futures.process, "ProcessPoolExecutor", _NoProcesses)
     small = _write(tmp_path / "small.jsonl", [json.dumps(event(f"{BASE}/blog/p{i}")) for i in range(50)])
     assert build(small, tmp_path / "a", SITE, Limits(), AS_OF_US, workers=4).urls == 50
     line = json.dumps(event(f"{BASE}/blog/" + "x" * 200))

@@ -17,7 +17,7 @@ from array import array
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import cache, reduce
 from itertools import accumulate
@@ -420,6 +420,8 @@ def build(
     # With one worker, one thread runs the same tasks in this process.
     executor: Executor = ThreadPoolExecutor(max_workers=1)
     if count > 1:
+        from concurrent.futures.process import ProcessPoolExecutor  # multiprocessing: only a pool's build needs it
+
         _mallopt()
         executor = ProcessPoolExecutor(max_workers=count, initializer=_keep_freed_memory)
     result = BuildResult()
