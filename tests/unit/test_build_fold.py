@@ -160,3 +160,11 @@ def test_two_workers_with_a_share_of_the_sections_each_build_the_reference(
     result = build(events, tmp_path / "two", SITE, limits, AS_OF_US, workers=2)
     assert _published(tmp_path / "two") == reference_site(bodies, limits).all_bytes()
     assert result.files == _build(events, tmp_path / "one", limits, True, monkeypatch).files
+
+
+def test_a_task_reads_the_runs_of_its_sections_as_spans_of_adjacent_runs() -> None:
+    # Given the runs a task takes from a chunk's file, in file order, some of them next to each other
+    runs = [("a", 1, 0, 10), ("b", 2, 10, 5), ("a", 1, 40, 8), ("c", 3, 60, 4), ("a", 1, 64, 6)]
+    # When they are grouped for reading, then each span is one read of adjacent runs, and no byte between is read
+    assert list(build_module._spans(runs)) == [runs[:2], runs[2:3], runs[3:]]
+    assert list(build_module._spans(runs[:1])) == [runs[:1]]

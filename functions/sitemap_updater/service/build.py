@@ -239,7 +239,7 @@ def _reduce_buckets(
     fold: _Fold | None = None,
 ) -> tuple[dict[str, _BucketSection], dict[str, list[tuple[int, int]]], dict[str, _Folded]]:
     """Keep the newest state per URL of a run of buckets (``core.spill``; ``sources``: each chunk's runs of
-    them, contiguous in its file, over ``key_range``); write live records sorted by (section, key, url) where kept,
+    them, in file order, over ``key_range``); write live records sorted by (section, key, url) where kept,
     and each live entry's ``<url>`` element in the same order; or, for the sections ``fold`` names, render the
     files of the key range from those elements (``_render_folded``)."""
     heads: dict[str, list[memoryview]] = defaultdict(list)  # views into what was read: joined once, per section
@@ -247,15 +247,16 @@ def _reduce_buckets(
     for path, runs in sources:
         if not runs:
             continue
-        first = runs[0][2]
         with Path(path).open("rb") as handle:
-            handle.seek(first)
-            data = memoryview(handle.read(runs[-1][2] + runs[-1][3] - first))
-        for section, count, offset, size in runs:
-            at = offset - first
-            split = at + count * HEAD.size
-            heads[section].append(data[at:split])
-            blobs[section].append(data[split : at + size])
+            for span in _spans(runs):
+                first = span[0][2]
+                handle.seek(first)
+                data = memoryview(handle.read(span[-1][2] + span[-1][3] - first))
+                for section, count, offset, size in span:
+                    at = offset - first
+                    split = at + count * HEAD.size
+                    heads[section].append(data[at:split])
+                    blobs[section].append(data[split : at + size])
     groups = {section: (b"".join(heads[section]), b"".join(blobs[section])) for section in heads}
     live, deleted = reduce_bucket(groups, keep, keep_all)
     folded: dict[str, _Folded] = {}
@@ -288,6 +289,18 @@ def _reduce_buckets(
             offset += len(run.records)
             xml_offset += len(run.elements)
     return sections, deleted, folded
+
+
+def _spans(runs: list[tuple[str, int, int, int]]) -> Iterator[list[tuple[str, int, int, int]]]:
+    """``runs`` (in file order) grouped where each starts where the one before ends: each group is read at once,
+    and the runs of the sections a task does not take (between those of the sections it takes) are not read."""
+    span = [runs[0]]
+    for run in runs[1:]:
+        if run[2] != span[-1][2] + span[-1][3]:
+            yield span
+            span = []
+        span.append(run)
+    yield span
 
 
 def _render_folded(
