@@ -75,7 +75,8 @@ def findings(data: dict[str, Any]) -> list[str]:
         + ", ".join(f"{v:.2f} at {k}" for k, v in puts.items())
         + f". At one event per second the rebuild function also bills {shard_s:.2f} s of 1 GB per rewritten file "
         f"(${shard['Lambda']:.2f} per million): reading, decoding and re-encoding a 10,000-page snapshot and "
-        "rendering the file.",
+        "rendering the file, and its round trips to S3 and DynamoDB (a rebuild's files are read, rendered and put "
+        "on eight threads since 2026-11-25, which the meter bills as overlapping: 0.32 s a file before).",
         f"- **Index rebuilds are coalesced**: at one event per second the index ran {index_calls:.2f} times per event "
         f"(${index_bill:.2f} per million; 1.75 times and $8.48 before 2026-11-24). Every index request sent in one "
         "half cache lifetime carries the same deduplication ID, so SQS delivers one of them, after the window: at "
@@ -85,18 +86,18 @@ def findings(data: dict[str, Any]) -> list[str]:
         f"({sum(spread_puts) / max(len(spread_puts), 1):.1f} on average; up to 3 times and 1.8 on 2026-11-24). A "
         "section's first rebuild request that names 10 or more changes, or comes from an ingest batch that recorded "
         "as many, is given back to the queue (`ChangeMessageVisibility`) until its oldest change is "
-        "`RebuildSettleSeconds` (3 s; 5 s until 2026-11-25) old; the rest of the burst queues behind it in the "
-        "section's group, and the next "
+        "`RebuildSettleSeconds` (9 s since 2026-11-25, first 5 s, then 3 s) old; the rest of the burst queues "
+        "behind it in the section's group, and the next "
         "receive rebuilds up to ten messages (1,000 pages) at once. Nothing is billed while it waits, and a lone "
         "change never waits. A delay on the queue did not do this (tried on 2026-11-24: SQS delays every message "
         "alike), and Lambda offers no batching window for FIFO sources. A burst of more than ten ingest batches "
-        "per section (the one-section burst: 3,000 changes in 3 s) still takes one rebuild per ten of them. The "
-        "50 events/s scenario lasts only 30 s, and there the first wait of each section shifts its rebuild cycle: "
-        "0.27 files rewritten per event and $9.15 per million, against 0.22 and $8.33 without the wait (2026-11-25). "
-        "Over 6,000 events at 50/s (two minutes) the wait saves instead: 0.38 files rewritten per event and 189 "
-        "rebuilds, against 0.43 and 203 without it. 3 s gathers a burst of a second as well as 5 s did (each file "
-        "written once) and serves it sooner: with 5 s, p50 freshness was 20.4 s for the one-section burst and "
-        "14.9 s for the spread one (2026-11-25). `RebuildSettleSeconds=0` turns it off.",
+        "per section (the one-section burst: 3,000 changes in 3 s) still takes one rebuild per ten of them. At a "
+        "sustained rate the same rule paces a busy section (its next requests wait on their first receive until "
+        "their oldest change is that old): the 50 events/s scenario, two minutes long since 2026-11-25 (30 s "
+        "before, mostly its first cycles), wrote 0.31 files per event with 9 s against 0.44 with 3 s at the same "
+        "p50 (about 16 s), and 0.23 with 12 s, where the one-section burst's p50 reached 21.6 s (2026-11-25, after "
+        "a rebuild's files were put on eight threads: faster rebuilds had made 3 s rewrite files twice as often). "
+        "`RebuildSettleSeconds=0` turns it off.",
         f"- **Fixed costs weigh at low rates**: at one event per second the custom metrics, alarms and dashboard "
         f"are ${fixed['CloudWatch']:.2f} per million events and the event sources' idle polls ${fixed['SQS']:.2f} "
         "(about $7 a month whatever the traffic; CloudWatch's free tier of 10 metrics, 10 alarms and 3 "

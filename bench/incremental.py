@@ -33,7 +33,7 @@ SPREAD = Scenario("1,000 spread changes at 1,000/s", 1000.0, 1000, sustained=Fal
 ROLES = ("one", "spread", "cost", "cost", "cost")
 COST = (
     Scenario("1 event/s", 1.0, 300),
-    Scenario("50 events/s", 50.0, 1500),
+    Scenario("50 events/s", 50.0, 6000),  # two minutes: a sustained rate, past its first rebuild cycles
     Scenario("burst of 1,000/s, one section", 1000.0, 3000, section=SECTIONS[0], sustained=False),
 )
 
