@@ -8,7 +8,7 @@ import time
 import pytest
 
 from sitemap_updater.service.pipeline import in_turn
-from sitemap_updater.wiring.pipeline import Threads
+from sitemap_updater.wiring.pipeline import Threads, render_threads
 
 
 def test_tasks_run_at_once_and_answer_in_order() -> None:
@@ -46,3 +46,8 @@ def test_one_item_or_one_worker_runs_in_the_callers_thread() -> None:
 def test_the_simulations_fan_out_runs_in_turn() -> None:
     caller = threading.get_ident()
     assert in_turn(lambda item: (item, threading.get_ident()), [2, 1]) == [(2, caller), (1, caller)]
+
+
+def test_larger_files_are_rendered_by_fewer_threads() -> None:
+    # Each file in flight holds its XML, gzip and snapshot bytes: a function's memory bounds how many at once.
+    assert [render_threads(n) for n in (1_000, 10_000, 25_000, 50_000)] == [8, 8, 4, 2]

@@ -37,8 +37,17 @@ CLIENT_CONFIG = Config(
 
 
 # Files a rebuild reads, renders and puts at once. Rendering holds the GIL (and a function of 1,024 MB has 0.58 of a
-# vCPU), so more threads would not render faster; eight keep the CPU busy while the others wait on S3.
+# vCPU), so more threads would not render faster; eight keep the CPU busy while the others wait on S3. Each file
+# in flight holds its XML, gzip and snapshot bytes (about 6 MB at 10,000 URLs): larger files get fewer threads.
 RENDER_THREADS = 8
+_URLS_IN_FLIGHT = 100_000
+
+
+def render_threads(urls_per_file: int) -> int:
+    """Threads for a rebuild of files of up to ``urls_per_file`` URLs: 8 at 10,000, 4 at 25,000, 2 at 50,000."""
+    return max(2, min(RENDER_THREADS, _URLS_IN_FLIGHT // max(urls_per_file, 1)))
+
+
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
 
@@ -103,7 +112,7 @@ def connect_pipeline(
         rebuild_dead_letters=MessageQueue(sqs, settings.rebuild_dlq_url) if settings.rebuild_dlq_url else None,
         index_dead_letters=MessageQueue(sqs, settings.index_dlq_url) if settings.index_dlq_url else None,
         notify_dead_letters=MessageQueue(sqs, settings.notify_dlq_url) if settings.notify_dlq_url else None,
-        fan_out=Threads(),
+        fan_out=Threads(render_threads(settings.limits.max_urls)),
     )
 
 
