@@ -175,17 +175,9 @@ def test_every_function_runs_from_the_built_package(
     parameters["CdnMaxAgeSeconds"] = "0"  # no CDN here: the index queue need not wait out a cache lifetime
     stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-test")
     env = {
-        **stack.environment,
+        **_against_moto(stack.environment, moto_endpoint, tmp_path),
         "INDEXNOW_ENDPOINT": f"{base}/indexnow",
         "SEARCH_CONSOLE_API": f"{base}/webmasters/v3",
-        "AWS_ENDPOINT_URL": moto_endpoint,
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
-        "AWS_EC2_METADATA_DISABLED": "true",
     }
     token_requests: list[dict[str, list[str]]] = []
     indexnow: list[Any] = []
@@ -286,23 +278,28 @@ class PackageBackend:
         self._s3.put_object(Bucket=self._bucket, Key=key, Body=body)
 
 
-def test_the_bootstrap_worker_runs_from_the_built_package(package: Path, moto_endpoint: str, tmp_path: Path) -> None:
-    # Given a stack and an export of 30 pages in two objects, one gzip
-    base = "https://www.example.com"
-    parameters = {"SiteUrl": base, "Sections": "blog", "CdnMaxAgeSeconds": "0", "MaxUrlsPerFile": "10"}
-    stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-bootstrap")
-    env = {
-        **stack.environment,
+def _against_moto(environment: dict[str, str], moto_endpoint: str, tmp_path: Path) -> dict[str, str]:
+    """A function's environment as the stack sets it, its AWS calls sent to moto and no real AWS configuration,
+    credentials or instance metadata read from this machine."""
+    return {
+        **environment,
         "AWS_ENDPOINT_URL": moto_endpoint,
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",
         "AWS_DEFAULT_REGION": REGION,
         "AWS_REGION": REGION,
         "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-        "NOTIFY_DRY_RUN": "true",
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
         "AWS_EC2_METADATA_DISABLED": "true",
     }
+
+
+def test_the_bootstrap_worker_runs_from_the_built_package(package: Path, moto_endpoint: str, tmp_path: Path) -> None:
+    # Given a stack and an export of 30 pages in two objects, one gzip
+    base = "https://www.example.com"
+    parameters = {"SiteUrl": base, "Sections": "blog", "CdnMaxAgeSeconds": "0", "MaxUrlsPerFile": "10"}
+    stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-bootstrap")
+    env = {**_against_moto(stack.environment, moto_endpoint, tmp_path), "NOTIFY_DRY_RUN": "true"}
     functions = Functions(package, stack, env, tmp_path)
     machine = LocalStateMachine(PackageBackend(functions, stack))
     lines = [json.dumps({"type": "upsert", "url": f"{base}/blog/p{i}", "occurred_at": "2026-11-20T10:00:00Z"})
