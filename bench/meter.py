@@ -30,7 +30,7 @@ from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.pages import PageFields, PageRecord, PageWrite
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState
-from sitemap_updater.wiring.pipeline import RENDER_THREADS
+from sitemap_updater.wiring.pipeline import render_threads
 from tests.sim.dynamo import FakeDynamoClient, item_size
 from tests.sim.fakes import FakeS3, FakeStore, SimQueueState
 
@@ -76,6 +76,7 @@ class Meter:
         self._depth = 0
         self._excluded = 0.0  # CPU seconds inside the fakes and the accounting, during the current invocation
         self._scale = 1.0  # the current invocation's CPU scale (its memory setting)
+        self._threads = render_threads(sim.pipeline.settings.limits.max_urls)  # as the deployed fan-out has them
         self.puts: list[tuple[str, int]] = []  # sitemap files and index put (name, bytes), until taken
         self.logs = LogSink()
         self._check_coverage()
@@ -122,7 +123,7 @@ class Meter:
         if len(spans) > 1:
             one_by_one = sum(cpu + wait for cpu, wait in spans)
             at_once = max(sum(cpu for cpu, _ in spans), max(cpu + wait for cpu, wait in spans),
-                          one_by_one / RENDER_THREADS)  # fmt: skip
+                          one_by_one / self._threads)  # fmt: skip
             usage.wait_s -= one_by_one - at_once
         return results
 

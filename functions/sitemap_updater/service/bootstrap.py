@@ -43,7 +43,7 @@ from sitemap_updater.service.dead_letters import dead_letter
 from sitemap_updater.service.ingest import Outcome, record_state
 from sitemap_updater.service.parked import replay_parked
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import index_window, render_file
+from sitemap_updater.service.rebuild import index_window, position, render_file
 
 PREFIX = "_bootstrap/"
 _RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -186,7 +186,7 @@ class RangeResult:
 def render_range(pipeline: Pipeline, section: str, within: KeyRange) -> RangeResult:
     """Publish the files of one range of ``section`` from its manifest (see the module's note)."""
     store = pipeline.store
-    states = sorted(store.entries(section, within), key=lambda s: (s.key, s.url))
+    states = sorted(store.entries(section, within), key=position)
     keys = [s.key for s in states]  # a file's states are one slice of them
     live = [s.entry for s in states if s.entry is not None]
     layout = plan_in_range([e.key for e in live], [e.size for e in live], within, pipeline.limits, FILE_OVERHEAD)

@@ -56,7 +56,8 @@ def _inside(inner: KeyRange, outer: KeyRange) -> bool:
     return outer.start <= inner.start and inner.end <= outer.end
 
 
-def _position(state: PageState) -> tuple[int, str]:
+def position(state: PageState) -> tuple[int, str]:
+    """Where a state stands in a file and in its snapshot: by key, then URL."""
     return state.key, state.url
 
 
@@ -131,7 +132,7 @@ class _Section:
             published = next((f for f in self.live if f.key_range == region), None)
             states = self._from_snapshot(published) if published is not None else None
             if states is None:
-                states = sorted(self._pipeline.store.entries(self.section, region), key=lambda s: (s.key, s.url))
+                states = sorted(self._pipeline.store.entries(self.section, region), key=position)
                 self.entries_read += len(states)
             self.loaded[region] = states
             self._state_keys[region] = [s.key for s in states]
@@ -180,7 +181,7 @@ class _Section:
         marked = set(pages)
         states = [s for s in states if (s.key, s.url) not in marked]
         for state in current:
-            insort(states, state, key=_position)
+            insort(states, state, key=position)
         return states
 
     def _unloaded_files(self) -> Iterable[PublishedFile]:
