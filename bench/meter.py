@@ -305,6 +305,7 @@ class Meter:
             "clear_pending_index": ("UpdateItem", file_change),
             "delete_file": ("DeleteItem", file_change),
             "next_rebuild": ("UpdateItem", small_write),
+            "rebuild_began_us": ("GetItem", lambda *_: lambda u, _r: self._read(u, [60], consistent=False)),
             "next_index_generation": ("UpdateItem", small_write),
             "index_sha": ("GetItem", small_read),
             "put_index_sha": ("PutItem", small_write),

@@ -34,6 +34,7 @@ _ENV = {
     "cdn_max_age_seconds": "CDN_MAX_AGE_SECONDS",
     "rebuild_settle_seconds": "REBUILD_SETTLE_SECONDS",
     "rebuild_settle_pages": "REBUILD_SETTLE_PAGES",
+    "rebuild_pace_seconds": "REBUILD_PACE_SECONDS",
     "retired_file_grace_seconds": "RETIRED_FILE_GRACE_SECONDS",
     "indexnow_key": "INDEXNOW_KEY",
     "indexnow_endpoint": "INDEXNOW_ENDPOINT",
@@ -105,6 +106,10 @@ class Settings(BaseModel):
     # (each file written once). 0 seconds: never wait (local runs, tests).
     rebuild_settle_seconds: Annotated[int, Field(ge=0, le=60)] = 0
     rebuild_settle_pages: Annotated[int, Field(ge=1)] = 10
+    # A busy section (its latest rebuild began less than twice this long ago) waits, by the same rule, until its
+    # oldest change is ``rebuild_pace_seconds`` old instead, when that is longer: a sustained rate rewrites each
+    # file less often, while a burst in a quiet section still waits only ``rebuild_settle_seconds``.
+    rebuild_pace_seconds: Annotated[int, Field(ge=0, le=60)] = 0
     # Notifications. IndexNow is off without a key; Search Console is off without a secret.
     indexnow_key: Annotated[str, Field(pattern=r"^([a-zA-Z0-9-]{8,128})?$")] = ""
     indexnow_endpoint: Annotated[str, Field(pattern=r"^https?://")] = INDEXNOW_ENDPOINT

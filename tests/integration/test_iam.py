@@ -113,8 +113,9 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
     # Index files of at most 2 sitemap files: the site gets further index files (written, then deleted)
     # and the recent-changes feed on
     parameters = {"WebhookSecretArn": secret["ARN"], "MaxFilesPerIndex": "2", "RecentChangesFeed": "20"}
-    # and every section's first rebuild request waits for the rest of a burst (given back to the queue once)
-    parameters |= {"RebuildSettleSeconds": "5", "RebuildSettlePages": "1"}
+    # and every section's first rebuild request waits for the rest of a burst (given back to the queue once), a
+    # busy section's longer (the time its latest rebuild began is read)
+    parameters |= {"RebuildSettleSeconds": "5", "RebuildSettlePages": "1", "RebuildPaceSeconds": "10"}
     with LocalRun(
         BASE,
         2,

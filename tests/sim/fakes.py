@@ -213,12 +213,17 @@ class FakeStore:
     def delete_file(self, published: PublishedFile, state: str) -> bool:
         return self._conditional_update("delete_item", published, lambda f: f.state == state, lambda f: None)
 
-    def next_rebuild(self, section: str) -> int:
+    def next_rebuild(self, section: str, began_us: int = 0) -> int:
         def add() -> int:
             self.seqs[f"\0rebuilds#{section}"] = self.seqs.get(f"\0rebuilds#{section}", 0) + 1
+            if began_us:
+                self.seqs[f"\0began#{section}"] = began_us
             return self.seqs[f"\0rebuilds#{section}"]
 
         return int(self._call("update_item", add))
+
+    def rebuild_began_us(self, section: str) -> int:
+        return int(self._call("get_item", lambda: self.seqs.get(f"\0began#{section}", 0)))
 
     def next_index_generation(self) -> int:
         def add() -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from sitemap_updater.service.rebuild import rebuild_section
 from tests.conftest import BASE
 from tests.sim.fakes import Message
 from tests.unit.test_dead_letter_reasons import FIFO_DLQ, Sqs, attributes, queue, record
-from tests.unit.test_recovery import Stack, page, replace_settings
+from tests.unit.test_recovery import NOW, Stack, page, replace_settings
 
 
 class Engine:
@@ -148,11 +149,11 @@ def test_a_failed_index_rebuild_returns_its_error_and_dead_letters_in_the_index_
     assert sqs.sent[0]["MessageGroupId"] == "index"
 
 
-def _burst(pipeline: Pipeline, pages: int) -> None:
-    """One ingest batch of ``pages`` blog pages: its marks go out as one rebuild message."""
+def _burst(pipeline: Pipeline, pages: int, name: str = "p") -> None:
+    """One ingest batch of ``pages`` new blog pages: its marks go out as one rebuild message."""
     marks = MarkBatch(pipeline)
     for i in range(pages):
-        ingest_message(json.dumps(page(f"p{i}", version=1)), f"m-{i}", pipeline, marks=marks)
+        ingest_message(json.dumps(page(f"{name}{i}", version=1)), f"m-{name}{i}", pipeline, marks=marks)
     marks.flush()
 
 
@@ -188,6 +189,41 @@ def test_a_burst_s_first_rebuild_waits_for_the_rest_of_it_once() -> None:
     outcome = rebuild_batch(records, pipeline)
     assert outcome.deferred == {} and outcome.failures == [] and [s.section for s in outcome.sections] == ["blog"]
     assert outcome.sections[0].put == ["sitemap-blog-00000000.xml.gz"]
+
+
+def _rebuild_received(stack: Stack, pipeline: Pipeline) -> dict[str, int]:
+    """Receive the rebuild queue's messages, run their batch at the stack's time, settle them as Lambda does;
+    what waited, by section."""
+    messages, records = _received(stack)
+    moving = replace(pipeline, clock=lambda: NOW + timedelta(seconds=stack.clock.now))
+    outcome = rebuild_batch(records, moving)
+    for message in messages:
+        stack.queues["rebuild"].settle(message, message.id not in outcome.failures, stack.clock.now)
+    return outcome.deferred
+
+
+def test_a_busy_section_waits_its_pace_and_a_quiet_one_only_the_settle_window() -> None:
+    # Given a 5 s settle window and a 12 s pace, and a burst of changes in a section never rebuilt
+    stack = Stack(max_urls=50)
+    pipeline = replace_settings(stack, rebuild_settle_seconds=5, rebuild_settle_pages=10, rebuild_pace_seconds=12)
+    at = replace(pipeline, clock=lambda: NOW + timedelta(seconds=stack.clock.now))
+    _burst(at, 12)
+    # Then the quiet section's first request waits the settle window only, and is rebuilt after it
+    assert _rebuild_received(stack, pipeline) == {"blog": 5}
+    stack.clock.now += 5
+    assert _rebuild_received(stack, pipeline) == {}
+    assert "sitemap-blog-00000000.xml.gz" in stack.s3.objects
+    # When more changes come 10 s later (the section is busy: its latest rebuild began under twice its pace ago)
+    stack.clock.now += 10
+    _burst(at, 15, name="q")
+    # Then they wait until their oldest change is 12 s old, and are rebuilt once it is
+    assert _rebuild_received(stack, pipeline) == {"blog": 12}
+    stack.clock.now += 12
+    assert _rebuild_received(stack, pipeline) == {}
+    # And a burst 25 s after the section's latest rebuild began is a quiet section's again: 5 s
+    stack.clock.now += 25
+    _burst(at, 20, name="r")
+    assert _rebuild_received(stack, pipeline) == {"blog": 5}
 
 
 @pytest.mark.parametrize(("pages", "window"), [(9, 5), (12, 0)])

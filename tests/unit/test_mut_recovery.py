@@ -90,14 +90,14 @@ def test_of_two_rebuilds_that_take_the_same_version_the_later_render_is_publishe
     stack.queues["rebuild"].messages.clear()
     taken = stack.store.next_rebuild
 
-    def meanwhile(section: str) -> int:
+    def meanwhile(section: str, began_us: int = 0) -> int:
         # ...while page c is recorded and a rebuild B for c runs to its end before A takes its number: B renders
         # a newer sequence from the file's snapshot, without b; A's sequence plus its later number is the same
         monkeypatch.setattr(stack.store, "next_rebuild", taken)
         stack.send(page("c", version=1))
         stack.queues["rebuild"].messages.clear()
         rebuild_section(stack.pipeline, "blog", [_mark("c")])
-        return taken(section)
+        return taken(section, began_us)
 
     monkeypatch.setattr(stack.store, "next_rebuild", meanwhile)
     later = replace(stack.pipeline, clock=lambda: NOW + timedelta(seconds=1))

@@ -411,16 +411,27 @@ class ManifestStore:
                 self._unprocessed.pause(attempt)
 
     # --- index --------------------------------------------------------------------------------------
-    def next_rebuild(self, section: str) -> int:
-        """A number each rebuild of ``section`` takes, larger than every earlier rebuild's."""
+    def next_rebuild(self, section: str, began_us: int = 0) -> int:
+        """A number each rebuild of ``section`` takes, larger than every earlier rebuild's; ``began_us`` (if
+        given) is kept as the moment the section's latest rebuild began."""
+        values = {":one": _n(1), **({":at": _n(began_us)} if began_us else {})}
         result = self._client.update_item(
             TableName=self.table,
             Key={"pk": _s(f"rebuilds#{section}"), "sk": _s("seq")},
-            UpdateExpression="ADD n :one",
-            ExpressionAttributeValues={":one": _n(1)},
+            UpdateExpression="ADD n :one" + (" SET began_us = :at" if began_us else ""),
+            ExpressionAttributeValues=values,
             ReturnValues="UPDATED_NEW",
         )
         return int(result["Attributes"]["n"]["N"])
+
+    def rebuild_began_us(self, section: str) -> int:
+        """When the latest rebuild of ``section`` began (0: not known); eventually consistent, half a read unit."""
+        item = self._client.get_item(
+            TableName=self.table,
+            Key={"pk": _s(f"rebuilds#{section}"), "sk": _s("seq")},
+            ProjectionExpression="began_us",
+        ).get("Item")
+        return int(item["began_us"]["N"]) if item and "began_us" in item else 0
 
     def next_index_generation(self) -> int:
         result = self._client.update_item(

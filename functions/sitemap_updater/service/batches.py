@@ -81,7 +81,7 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
         marks = [mark for _, mark in items]
         message_ids = list(dict.fromkeys(message_id for message_id, _ in items))  # the section's, in batch order
         section_records = [by_id[message_id] for message_id in message_ids]
-        wait = settle_seconds(pipeline, marks, section_records)
+        wait = settle_seconds(pipeline, section, marks, section_records)
         if wait and _defer(pipeline, section_records, wait):
             outcome.deferred[section] = wait
             outcome.failures += message_ids
@@ -107,20 +107,27 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
 MAX_FIFO_BATCH = 10
 
 
-def settle_seconds(pipeline: Pipeline, marks: list[DirtyMark], records: list[dict[str, Any]]) -> int:
+def settle_seconds(pipeline: Pipeline, section: str, marks: list[DirtyMark], records: list[dict[str, Any]]) -> int:
     """How long a section's rebuild should wait for the rest of a burst (0: rebuild now). It waits only on its
     messages' first receive, when they name at least ``rebuild_settle_pages`` changed pages or come from an ingest
     batch that recorded that many changes (a burst; a lone change is never delayed) and are fewer than a full
-    batch of messages, until its oldest change is ``rebuild_settle_seconds`` old."""
-    window = pipeline.settings.rebuild_settle_seconds
+    batch of messages, until its oldest change is ``rebuild_settle_seconds`` old, or ``rebuild_pace_seconds`` old
+    when longer and the section's latest rebuild began less than twice that long ago (a sustained rate)."""
+    settings = pipeline.settings
+    window = settings.rebuild_settle_seconds
     if not window or len(records) >= MAX_FIFO_BATCH or any(receive_count(r) > 1 for r in records):
         return 0
     pages = {(m.url, m.key) for m in marks if m.url is not None and m.at_us is not None}
     burst = max([len(pages), *(m.batch_changes for m in marks if m.at_us is not None)])
-    if not pages or burst < pipeline.settings.rebuild_settle_pages:
+    if not pages or burst < settings.rebuild_settle_pages:
         return 0
+    now = to_micros(pipeline.clock())
+    if settings.rebuild_pace_seconds > window:
+        began = pipeline.store.rebuild_began_us(section)
+        if began and now - began < 2 * settings.rebuild_pace_seconds * 1_000_000:
+            window = settings.rebuild_pace_seconds
     oldest = min(m.at_us for m in marks if m.at_us is not None)
-    left_us = oldest + window * 1_000_000 - to_micros(pipeline.clock())
+    left_us = oldest + window * 1_000_000 - now
     return math.ceil(left_us / 1_000_000) if left_us > 0 else 0
 
 

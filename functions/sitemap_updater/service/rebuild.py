@@ -232,7 +232,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     # an import bumps now (ingest bumped it with every change until 2026-11-25, at two write units an event), is
     # added so that versions stay above those a stack published before that.
     seq = store.section_seq(section)
-    version = seq + store.next_rebuild(section)
+    version = seq + store.next_rebuild(section, to_micros(pipeline.clock()))  # its moment paces a busy section
     result = SectionRebuild(section, seq)
     records = store.files(section)
     grace = pipeline.settings.retired_file_grace_seconds * 1_000_000
