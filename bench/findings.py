@@ -92,12 +92,12 @@ def findings(data: dict[str, Any]) -> list[str]:
         "change never waits. A delay on the queue did not do this (tried on 2026-11-24: SQS delays every message "
         "alike), and Lambda offers no batching window for FIFO sources. A burst of more than ten ingest batches "
         "per section (the one-section burst: 3,000 changes in 3 s) still takes one rebuild per ten of them. At a "
-        "sustained rate the same rule paces a busy section (its next requests wait on their first receive until "
-        "their oldest change is that old): the 50 events/s scenario, two minutes long since 2026-11-25 (30 s "
-        "before, mostly its first cycles), wrote 0.31 files per event with 9 s against 0.44 with 3 s at the same "
-        "p50 (about 16 s), and 0.23 with 12 s, where the one-section burst's p50 reached 21.6 s (2026-11-25, after "
-        "a rebuild's files were put on eight threads: faster rebuilds had made 3 s rewrite files twice as often). "
-        "`RebuildSettleSeconds=0` turns it off.",
+        "sustained rate a busy section is paced (since 2026-11-25): when its latest rebuild began less than twice "
+        "`RebuildPaceSeconds` (15 s) ago, its next requests wait on their first receive until their oldest change "
+        "is 15 s old. Over two minutes at 50 events/s this rewrote 0.20 files per event (p50 17.7 s) against 0.31 "
+        "unpaced (16.2 s), 0.23 at 12 s (16.1 s), 0.17 at 18 s (18.9 s) and 0.15 at 24 s (23.3 s, over the goal); a "
+        "single 12 s window for bursts too had made the one-section burst's p50 21.6 s. `RebuildSettleSeconds=0` "
+        "turns both off.",
         f"- **Fixed costs weigh at low rates**: at one event per second the custom metrics, alarms and dashboard "
         f"are ${fixed['CloudWatch']:.2f} per million events and the event sources' idle polls ${fixed['SQS']:.2f} "
         "(about $7 a month whatever the traffic; CloudWatch's free tier of 10 metrics, 10 alarms and 3 "
