@@ -75,16 +75,18 @@ BEFORE = {
     "50 events/s": {"Lambda": 2.16, "SQS": 1.20, "DynamoDB": 58.90, "S3": 0.69, "CloudFront": 639.96, "total": 702.91},
 }
 BEFORE_DATE = "2026-11-22"
-# The last measurement before ingest lost its sequence bump and its pending index (2026-11-25).
+# The last measurement before busy sections were paced and a rebuild's snapshots went into one object (earlier on
+# 2026-11-25, commit 668c02d).
 PREVIOUS = {
-    "1 event/s": {"Lambda": 4.97, "SQS": 3.51, "DynamoDB": 10.07, "S3": 10.71, "CloudFront": 1.61, "CloudWatch": 2.65,
-                  "total": 33.53},
-    "50 events/s": {"Lambda": 1.14, "SQS": 0.83, "DynamoDB": 7.00, "S3": 2.43, "CloudFront": 0.03, "CloudWatch": 0.06,
-                    "total": 11.49},
-    "burst of 1,000/s, one section": {"Lambda": 0.27, "SQS": 0.49, "DynamoDB": 6.66, "S3": 0.23, "CloudFront": 0.06,
-                                      "CloudWatch": 0.01, "total": 7.74},
+    "1 event/s": {"Lambda": 3.92, "SQS": 3.43, "DynamoDB": 7.11, "S3": 10.71, "CloudFront": 1.61, "CloudWatch": 2.62,
+                  "total": 29.40},
+    "50 events/s": {"Lambda": 0.71, "SQS": 0.86, "DynamoDB": 4.16, "S3": 3.33, "CloudFront": 0.03, "CloudWatch": 0.08,
+                    "total": 9.16},
+    "burst of 1,000/s, one section": {"Lambda": 0.17, "SQS": 0.50, "DynamoDB": 3.59, "S3": 0.18, "CloudFront": 0.06,
+                                      "CloudWatch": 0.01, "total": 4.51},
 }  # fmt: skip
-PREVIOUS_DATE = "2026-11-24"
+PREVIOUS_DATE = "2026-11-25"
+PREVIOUS_NOTE = "earlier that day, before busy sections were paced and a rebuild's snapshots went into one object"
 
 
 def cpu_scale(memory_mb: int) -> float:

@@ -145,7 +145,7 @@ def section(data: dict[str, Any]) -> list[str]:
         "`bench/cost.py`). The sustained rates also carry the hourly sweep and upkeep and the event sources' idle "
         "long polls; the burst is what its events add. Before: the table this section showed until "
         f"{cost.BEFORE_DATE}, from item counts times an assumed item size, with CloudFront invalidations; previous: "
-        f"the measurement of {cost.PREVIOUS_DATE}, before ingest lost its sequence bump and its pending index.",
+        f"the measurement of {cost.PREVIOUS_DATE}, {cost.PREVIOUS_NOTE}.",
         "",
         "| scenario | | Lambda | SQS | DynamoDB | S3 | CloudFront | CloudWatch | total (USD per 1M events) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
