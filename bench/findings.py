@@ -64,11 +64,12 @@ def findings(data: dict[str, Any]) -> list[str]:
             for label, bill in bills.items()
         ),
         f"- **Ingest alone costs ${ingest_ddb:.2f} per million in DynamoDB, whatever the rate**: {wru:.1f} write "
-        f"units and {rru:.1f} read units per event. The `TransactWriteItems` writes the page state and the manifest "
-        "entry at two units each (4); the batch's outbox is a put and a delete per ingest batch, and a page whose "
-        "state names another batch's outbox reads it once (a GetItem). On 2026-11-24 it was 9.0 write units: "
-        "the transaction also bumped a section sequence (2), and each page state entered and left a sparse "
-        "`pending` index and had its flag cleared (3). Notify adds "
+        f"units and {rru:.1f} read units per event. Two conditional PutItems write the page state and the "
+        "manifest entry at one unit each (a move adds a removal marker in the section it leaves); the batch's "
+        "outbox is a put and a delete per ingest batch, and a page whose state names another batch's outbox reads "
+        "it once (a GetItem). Until 2026-11-26 one `TransactWriteItems` wrote both at two units each (4.1 in all); "
+        "on 2026-11-24 it was 9.0 write units: the transaction also bumped a section sequence (2), and each page "
+        "state entered and left a sparse `pending` index and had its flag cleared (3). Notify adds "
         f"${notify_ddb:.2f} (one read and one write of a `sent#` item per URL).",
         "- **Every rewritten file costs two PUTs** (the file and its `_state/` snapshot; $0.01 per 1,000 files) "
         "and a HEAD and a GET: files rewritten per event were "
@@ -130,7 +131,7 @@ def findings(data: dict[str, Any]) -> list[str]:
         f"per change record): ${notify_ddb:.2f}.",
         "8. **One item per page in the common case**: the manifest entry carries the rank and is written with a "
         "conditional PutItem (its key follows from the URL and the event's section), so an update that stays in "
-        "its section is one read and one write unit instead of a three-item transaction; the page-state item is "
+        "its section is one read and one write unit instead of two conditional puts; the page-state item is "
         "needed only for a page's first event and for a move between sections. That leaves about 1.2 write units "
         f"an event: ${max(0.0, wru - _TARGET_WRU) * cost.DDB_WRU * PER_M:.2f} more.",
     ]

@@ -8,7 +8,7 @@ Each call is charged as AWS bills it, from the real items' sizes (the adapter's 
   per response page of a Query (the sum of the items' sizes, rounded up once per 1 MB page); strongly consistent
   reads count 1, eventually consistent (the GSI) 0.5;
 - writes: 1 KB units of the larger of the item before and after (a delete: the item's size), twice in a
-  TransactWriteItems;
+  TransactWriteItems; a conditional write whose condition fails is billed as if it had been applied;
 - S3 requests by class and bytes uploaded; SQS requests in 64 KB chunks, standard or FIFO.
 
 Time spent inside the fakes and in this accounting is not the service's: it is taken out of the measured CPU and
@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from bench.cost import LATENCY_S, PLATFORM_LOG_BYTES
 from bench.usage import LogSink, Usage
@@ -165,7 +167,7 @@ class Meter:
         if page is None:
             return 0
         write = PageWrite(**{name: getattr(page, name) for name in _PAGE_FIELDS}, record=b"")
-        return item_size(self.store.aws._page_item(write, page.outbox))
+        return item_size(self.store.aws._page_item(write, page.outbox, page.entry_rank))
 
     def _read(self, usage: Usage, sizes: list[int | None], consistent: bool = True) -> None:
         """GetItem / BatchGetItem: each item rounded up to 4 KB on its own (a missing item still 1 unit)."""
@@ -192,14 +194,6 @@ class Meter:
         """For each FakeStore method: the DynamoDB operation it stands for, and, given the call's arguments and
         the table before it, how to charge it."""
         pages, files = self.store.pages, self.store.file_records
-
-        def page_change(url: str) -> Charge:
-            old = pages.get(url)
-
-            def charge(u: Usage, _r: Any) -> None:
-                self._write(u, self._page_size(old), self._page_size(pages.get(url)))
-
-            return charge
 
         def outbox_size(name: str, urls: list[str] | None) -> int:  # pk, sk, the URLs joined by newlines
             return 0 if urls is None else 2 + 6 + 2 + len(name) + 4 + max(0, sum(_utf8(u) + 1 for u in urls) - 1)
@@ -289,7 +283,6 @@ class Meter:
 
         return {
             "get_page": ("GetItem", lambda url: lambda u, page: self._read(u, [self._page_size(page)])),
-            "record_rank": ("PutItem", lambda write, *_: page_change(write.url)),
             "open_outbox": ("PutItem", open_outbox),
             "outbox_open": ("GetItem", outbox_open),
             "close_outbox": ("DeleteItem", close_outbox),
@@ -334,28 +327,55 @@ class Meter:
         """The size of the item under ``key`` now (0 when there is none)."""
         prefix, _, name = key["pk"]["S"].partition("#")
         if prefix == "page":
-            return self._page_size(self.store.pages.get(name))
+            return self._page_size(self.store.pages.get(key["url"]["S"] if "url" in key else name))
         if prefix == "sec":
-            record = self.store.manifest.get(name, {}).get(key["sk"]["S"])
-            return 0 if record is None else item_size({"pk": key["pk"], "sk": key["sk"], "record": {"B": record}})
+            sk = key["sk"]["S"]
+            record = self.store.manifest.get(name, {}).get(sk)
+            if record is None:
+                return 0
+            rank = self.store.entry_ranks.get((name, sk))
+            kept = {"rank": {"S": rank}} if rank is not None else {}
+            return item_size(
+                {"pk": key["pk"], "sk": key["sk"], **kept, **({"record": {"B": record}} if record else {})}
+            )
         return 60
 
     def _wrap_client(self) -> None:
         client: FakeDynamoClient = self.store.aws._client  # type: ignore[assignment]
-        transact, batch_write, batch_get = client.transact_write_items, client.batch_write_item, client.batch_get_item
+        put, get, batch_write, batch_get = (
+            client.put_item,
+            client.get_item,
+            client.batch_write_item,
+            client.batch_get_item,
+        )
 
-        def do_transact(TransactItems: list[dict[str, Any]]) -> Any:  # noqa: N803 - boto3's name
+        def do_put(**kwargs: Any) -> Any:
+            item, refused = kwargs["Item"], []
+
+            def attempt() -> Any:
+                try:
+                    return put(**kwargs)
+                except ClientError as exc:
+                    if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                        raise
+                    refused.append(exc)  # a failed condition is billed as the write would have been
+                    return None
+
             def prepare() -> Charge:
-                specs = [(kind, spec.get("Item") or spec["Key"]) for a in TransactItems for kind, spec in a.items()]
-                old = [self._existing(key) for _, key in specs]
+                before = self._existing(item)
+                return lambda u, _r: self._write(u, before, item_size(item))
 
-                def charge(u: Usage, _r: Any) -> None:
-                    for (kind, item), size in zip(specs, old, strict=True):
-                        self._write(u, size, item_size(item) if kind == "Put" else 0, factor=2)
+            result = self.charged("PutItem", attempt, prepare)
+            if refused:
+                raise refused[0]
+            return result
 
-                return charge
+        def do_get(**kwargs: Any) -> Any:  # billed on the whole item, whatever the projection
+            def prepare() -> Charge:
+                size = self._existing(kwargs["Key"])
+                return lambda u, _r: self._read(u, [size or None], bool(kwargs.get("ConsistentRead", False)))
 
-            return self.charged("TransactWriteItems", lambda: transact(TransactItems=TransactItems), prepare)
+            return self.charged("GetItem", lambda: get(**kwargs), prepare)
 
         def do_batch_write(RequestItems: dict[str, Any]) -> Any:  # noqa: N803
             (requests,) = RequestItems.values()
@@ -377,7 +397,8 @@ class Meter:
 
             return self.charged("BatchGetItem", lambda: batch_get(RequestItems=RequestItems), lambda: charge)
 
-        client.transact_write_items = do_transact  # type: ignore[method-assign]
+        client.put_item = do_put  # type: ignore[method-assign,assignment]
+        client.get_item = do_get  # type: ignore[method-assign,assignment]
         client.batch_write_item = do_batch_write  # type: ignore[method-assign]
         client.batch_get_item = do_batch_get  # type: ignore[method-assign]
 

@@ -20,7 +20,7 @@ from tests.integration.conftest import LocalRunFactory
 NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 # Adapter methods that talk to AWS, by the pipeline attribute that holds the adapter.
 CALLS = {
-    "store": ("record_change", "record_rank", "open_outbox", "close_outbox", "put_file", "move_file_state",
+    "store": ("put_state", "leave_section", "put_entry", "open_outbox", "close_outbox", "put_file", "move_file_state",
               "delete_file", "clear_pending_index", "put_index_sha", "mark_sent"),
     "bucket": ("publish", "delete"),
     "rebuild_queue": ("send",),

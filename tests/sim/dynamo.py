@@ -1,13 +1,14 @@
 """The DynamoDB calls the simulation fakes at the client level, so the real ``ManifestStore`` code runs on them:
-``TransactWriteItems`` (conditions, cancellation reasons), and the batch calls (partial results). Every write
-passes DynamoDB's size limits: partition key 2,048 bytes, sort key 1,024 bytes, item 400 KB. A page whose URL
-is in ``FakeStore.refused_urls`` is refused on every write (a fault that persists)."""
+ingest's conditional ``PutItem`` calls (a failed condition is ``ConditionalCheckFailedException``, as AWS answers,
+and is billed like a write by ``bench/meter.py``) and ``GetItem`` of an entry's rank, and the batch calls (partial
+results). Every write passes DynamoDB's size limits: partition key 2,048 bytes, sort key 1,024 bytes, item 400 KB.
+A page whose URL is in ``FakeStore.refused_urls`` is refused on every write (a fault that persists)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sitemap_updater.adapters.manifest import page_pk, page_record
+from sitemap_updater.adapters.manifest import page_pk, page_record, url_id
 from sitemap_updater.core.pages import SentRecord
 from tests.sim.faults import aws_error
 
@@ -57,56 +58,57 @@ class FakeDynamoClient:
     def __init__(self, store: FakeStore) -> None:
         self._store = store
 
-    def transact_write_items(self, TransactItems: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
-        return dict(self._store._call("transact_write_items", lambda: self._transact(TransactItems)))
+    def put_item(self, TableName: str, Item: dict[str, Any], **condition: Any) -> dict[str, Any]:  # noqa: N803
+        return dict(self._store._call("put_item", lambda: self._put(Item, condition)))
 
-    def _transact(self, actions: list[dict[str, Any]]) -> dict[str, Any]:
+    def _put(self, item: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
+        """Ingest's conditional puts: a page state (compare-and-swap on its rank) or a section's item of a page
+        (an entry or a removal marker, only over an item without a rank or with a lower one)."""
         store = self._store
-        reasons: list[dict[str, str]] = []
-        for action in actions:
-            ((kind, spec),) = action.items()
-            check_key(spec.get("Item") or spec["Key"], "TransactWriteItems")
-            if kind == "Put" and spec["Item"]["pk"]["S"].startswith("page#"):
-                assert spec["Item"]["pk"]["S"] == page_pk(spec["Item"]["url"]["S"]), "a page state under another key"
-            if kind == "Put" and spec["Item"].get("url", {}).get("S") in store.refused_urls:
-                message = "One or more parameter values were invalid: refused by the simulation"
-                raise aws_error("ValidationException", "TransactWriteItems", 400, message)
-            if kind == "Put" and item_size(spec["Item"]) > MAX_ITEM:
-                reasons.append(
-                    {"Code": "ValidationError", "Message": "Item size has exceeded the maximum allowed size"}
-                )
-            elif kind == "Put" and "ConditionExpression" in spec and not self._holds(spec):
-                reasons.append({"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"})
+        check_item(item, "PutItem")
+        prefix, _, section = item["pk"]["S"].partition("#")
+        expression, values = condition.get("ConditionExpression"), condition.get("ExpressionAttributeValues", {})
+        if prefix == "page":
+            url = item["url"]["S"]
+            assert item["pk"]["S"] == page_pk(url), "a page state under another key"
+            current = store.pages.get(url)
+            if expression == "attribute_not_exists(pk)":
+                holds = current is None
             else:
-                reasons.append({"Code": "None"})
-        if any(r["Code"] != "None" for r in reasons):
-            codes = ", ".join(r["Code"] for r in reasons)
-            message = f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]"
-            raise aws_error("TransactionCanceledException", "TransactWriteItems", 400, message,
-                            CancellationReasons=reasons)  # fmt: skip
-        for action in actions:
-            ((kind, spec),) = action.items()
-            pk = (spec.get("Item") or spec["Key"])["pk"]["S"]
-            prefix, _, name = pk.partition("#")
-            if kind == "Put" and prefix == "page":
-                url = spec["Item"]["url"]["S"]
-                store.pages[url] = page_record(url, spec["Item"])
-            elif kind == "Put" and prefix == "sec":
-                store.manifest.setdefault(name, {})[spec["Item"]["sk"]["S"]] = spec["Item"]["record"]["B"]
-            elif kind == "Delete" and prefix == "sec":
-                store.manifest.get(name, {}).pop(spec["Key"]["sk"]["S"], None)
-            elif kind == "Update" and prefix == "seq":
-                store.seqs[name] = store.seqs.get(name, 0) + 1
-            else:
-                raise AssertionError(f"the fake does not know {kind} on {pk}")
+                assert expression == "#rank = :expected", expression
+                holds = current is not None and current.rank == values[":expected"]["S"]
+        else:
+            assert prefix == "sec", f"the fake does not know PutItem on {item['pk']['S']}"
+            assert expression == "attribute_not_exists(#rank) OR #rank < :rank", expression
+            url = next((u for u in store.refused_urls if item["sk"]["S"].endswith(f"#{url_id(u)}")), "")
+            ranked = store.entry_ranks.get((section, item["sk"]["S"]))  # None: no item, or one without a rank
+            holds = ranked is None or ranked < values[":rank"]["S"]
+        if url in store.refused_urls:
+            message = "One or more parameter values were invalid: refused by the simulation"
+            raise aws_error("ValidationException", "PutItem", 400, message)
+        if not holds:
+            raise aws_error("ConditionalCheckFailedException", "PutItem", 400, "The conditional request failed")
+        if prefix == "page":
+            store.pages[url] = page_record(url, item)
+        else:
+            sk = item["sk"]["S"]
+            store.manifest.setdefault(section, {})[sk] = item.get("record", {}).get("B", b"")
+            store.entry_ranks[(section, sk)] = item["rank"]["S"]
         return {}
 
-    def _holds(self, spec: dict[str, Any]) -> bool:
-        page = self._store.pages.get(spec["Item"]["url"]["S"])
-        if spec["ConditionExpression"] == "attribute_not_exists(pk)":
-            return page is None
-        assert spec["ConditionExpression"] == "#rank = :expected"
-        return page is not None and page.rank == spec["ExpressionAttributeValues"][":expected"]["S"]
+    def get_item(self, TableName: str, Key: dict[str, Any], **options: Any) -> dict[str, Any]:  # noqa: N803
+        """A section's item of a page, as ``entry_rank`` asks for it (its key and rank)."""
+
+        def get() -> dict[str, Any]:
+            check_key(Key, "GetItem")
+            prefix, _, section = Key["pk"]["S"].partition("#")
+            assert prefix == "sec" and options.get("ConsistentRead"), "the fake reads only a section's item of a page"
+            if Key["sk"]["S"] not in self._store.manifest.get(section, {}):
+                return {}
+            rank = self._store.entry_ranks.get((section, Key["sk"]["S"]))
+            return {"Item": {"pk": Key["pk"], **({"rank": {"S": rank}} if rank is not None else {})}}
+
+        return dict(self._store._call("get_item", get))
 
     def batch_write_item(self, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:  # noqa: N803
         def write() -> dict[str, Any]:

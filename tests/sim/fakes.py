@@ -1,9 +1,11 @@
 """In-memory AWS for the simulation. Every method that is one AWS call in the real adapter is one atomic
 step here, made through :meth:`Scheduler.point` (where faults strike and other invocations interleave).
 
-The DynamoDB store fakes ``ManifestStore`` method by method with the same conditions, except the transaction
-and the batch calls, which are faked at the client level (``tests/sim/dynamo.py``) so that the real code reads
-their cancellation reasons and unprocessed items. S3 is faked at the client level, so the real compare-and-swap
+The DynamoDB store fakes ``ManifestStore`` method by method with the same conditions, except ingest's
+conditional single-item writes and reads, the transaction and the batch calls, which are faked at the client
+level (``tests/sim/dynamo.py``) so that the real code builds their conditions and reads their failures,
+cancellation reasons and unprocessed items; each of ingest's writes is a step of its own, so a crash (or another
+invocation) can come between any two of them. S3 is faked at the client level, so the real compare-and-swap
 ``SitemapBucket.publish`` (HEAD, then a conditional PUT) runs. The error shapes AWS answers with are drawn in
 ``tests/sim/faults.py``. The real adapters are exercised against moto in ``tests/integration``."""
 
@@ -38,15 +40,16 @@ def _client_error(code: str, operation: str) -> ClientError:
 # --- DynamoDB ----------------------------------------------------------------------------------------------
 class FakeStore:
     """The manifest table as dictionaries: the ``Manifest`` port, with the conditions of :class:`ManifestStore`.
-    The calls that are a transaction or a batch (:data:`CLIENT_LEVEL`) are answered by the real adapter, ``aws``,
+    Ingest's page writes and the batch calls (:data:`CLIENT_LEVEL`) are answered by the real adapter, ``aws``,
     running over a fake client (``tests/sim/dynamo.py``), so its handling of AWS's answers is what runs."""
 
-    CLIENT_LEVEL = ("record_change", "sent_records", "mark_sent")
+    CLIENT_LEVEL = ("put_state", "put_entry", "leave_section", "entry_rank", "sent_records", "mark_sent")
 
     def __init__(self, sched: Scheduler, clock: Clock) -> None:
         self._sched = sched
         self.pages: dict[str, PageRecord] = {}
-        self.manifest: dict[str, dict[str, bytes]] = {}
+        self.manifest: dict[str, dict[str, bytes]] = {}  # a removal marker's record is b""
+        self.entry_ranks: dict[tuple[str, str], str] = {}  # by (section, sort key): the rank each item carries
         self.seqs: dict[str, int] = {}
         self.file_records: dict[tuple[str, int], PublishedFile] = {}
         self.index: tuple[str, int] | None = None
@@ -61,8 +64,17 @@ class FakeStore:
 
         self.aws = ManifestStore(FakeDynamoClient(self), "sim-manifest", sleep=sleep)  # type: ignore[arg-type]
 
-    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None, outbox: str) -> bool:
-        return self.aws.record_change(write, expected_rank, old_section, outbox)
+    def put_state(self, write: PageWrite, expected_rank: str | None, outbox: str, entry_rank: str = "") -> bool:
+        return self.aws.put_state(write, expected_rank, outbox, entry_rank)
+
+    def put_entry(self, write: PageWrite) -> bool:
+        return self.aws.put_entry(write)
+
+    def leave_section(self, section: str, write: PageWrite) -> bool:
+        return self.aws.leave_section(section, write)
+
+    def entry_rank(self, section: str, key: int, url: str) -> str | None:
+        return self.aws.entry_rank(section, key, url)
 
     def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
         return self.aws.sent_records(urls, channel, now_s)
@@ -87,24 +99,10 @@ class FakeStore:
 
         return self._call("get_item", get)  # type: ignore[no-any-return]
 
-    def _rank_holds(self, url: str, expected: str | None) -> bool:
-        page = self.pages.get(url)
-        return page is None if expected is None else page is not None and page.rank == expected
-
     @staticmethod
     def _record(write: PageWrite, outbox: str) -> PageRecord:
         return PageRecord(write.url, write.rank, write.kind, write.section, write.key, write.digest, write.lastmod,
-                          write.change, write.moved_from, outbox)  # fmt: skip
-
-    def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
-        def put() -> bool:
-            check_item(self.aws._page_item(write, ""), "PutItem")
-            if not self._rank_holds(write.url, expected_rank):
-                return False
-            self.pages[write.url] = self._record(write, "")
-            return True
-
-        return bool(self._call("put_item", put))
+                          write.change, write.moved_from, outbox, write.rank)  # fmt: skip
 
     def open_outbox(self, outbox: str, urls: list[str]) -> None:
         def put() -> None:
@@ -134,6 +132,7 @@ class FakeStore:
             for write in writes:
                 self.pages[write.url] = self._record(write, "")
                 self.manifest.setdefault(write.section, {})[entry_sort_key(write.key, write.url)] = write.record
+                self.entry_ranks[(write.section, entry_sort_key(write.key, write.url))] = write.rank
             for section in {w.section for w in writes}:
                 self.seqs[section] = self.seqs.get(section, 0) + 1
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sitemap_updater.adapters.manifest import ManifestStore, StillUnprocessed, TransactionConflicts
+from sitemap_updater.adapters.manifest import ManifestStore, StillUnprocessed
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.ports import HttpResponse
@@ -20,14 +20,6 @@ from tests.conftest import BASE, event, parse
 from tests.sim.world import Config, Simulation
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
-
-
-def _cancelled(*codes: str) -> ClientError:
-    response: Any = {
-        "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"},
-        "CancellationReasons": [{"Code": code} for code in codes],
-    }
-    return ClientError(response, "TransactWriteItems")
 
 
 class _Dynamo:
@@ -44,7 +36,7 @@ class _Dynamo:
             raise outcome
         return outcome
 
-    transact_write_items = batch_write_item = batch_get_item = _next
+    put_item = get_item = batch_write_item = batch_get_item = _next
 
 
 def _store(client: _Dynamo, waits: list[float]) -> ManifestStore:
@@ -55,40 +47,46 @@ def _write() -> Any:
     return page_write(state_from_event(parse(event(f"{BASE}/blog/a", version=2))))
 
 
-def test_a_failed_condition_means_another_event_won() -> None:
+def _failed(code: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}}, "PutItem")
+
+
+def test_a_failed_condition_on_the_page_state_means_another_event_won() -> None:
     waits: list[float] = []
-    client = _Dynamo(_cancelled("ConditionalCheckFailed", "None", "None"))
-    assert _store(client, waits).record_change(_write(), "old-rank", None, "o") is False
-    assert len(client.calls) == 1 and waits == []
+    client = _Dynamo(_failed("ConditionalCheckFailedException"))
+    assert _store(client, waits).put_state(_write(), "old-rank", "o") is False
+    [call] = client.calls
+    assert call["ConditionExpression"] == "#rank = :expected"
+    assert call["ExpressionAttributeValues"] == {":expected": {"S": "old-rank"}}
+    assert waits == []
 
 
-def test_a_transaction_conflict_is_retried_after_a_jittered_backoff() -> None:
-    waits: list[float] = []
-    client = _Dynamo(_cancelled("None", "None", "TransactionConflict"), _cancelled("TransactionConflict", "None"), {})
-    assert _store(client, waits).record_change(_write(), None, None, "o") is True
-    assert len(client.calls) == 3
-    assert len(waits) == 2 and all(0 <= w <= 4 for w in waits)
+def test_an_entry_is_written_only_over_an_older_rank() -> None:
+    client = _Dynamo(_failed("ConditionalCheckFailedException"), {})
+    store, write = _store(client, []), _write()
+    assert store.put_entry(write) is False  # the section holds this rank or a newer one
+    assert store.leave_section("news", write) is True
+    entry, marker = client.calls
+    condition = "attribute_not_exists(#rank) OR #rank < :rank"
+    assert entry["ConditionExpression"] == marker["ConditionExpression"] == condition
+    assert entry["Item"]["rank"] == marker["Item"]["rank"] == {"S": write.rank}
+    assert "record" in entry["Item"] and "record" not in marker["Item"]
+    assert marker["Item"]["pk"] == {"S": "sec#news"} and marker["Item"]["sk"] == entry["Item"]["sk"]
 
 
-def test_conflicts_that_never_end_fail_the_message_for_sqs_to_retry() -> None:
-    client = _Dynamo(*[_cancelled("TransactionConflict")] * 10)
-    with pytest.raises(TransactionConflicts):
-        _store(client, []).record_change(_write(), None, None, "o")
-    assert len(client.calls) == 5
+def test_an_entry_rank_reads_none_for_no_item_and_empty_for_an_entry_written_before_ranks() -> None:
+    store = _store(_Dynamo({}, {"Item": {"pk": {"S": "sec#blog"}}}, {"Item": {"rank": {"S": "r"}}}), [])
+    assert [store.entry_rank("blog", 1, f"{BASE}/blog/a") for _ in range(3)] == [None, "", "r"]
 
 
 @pytest.mark.parametrize(
-    "error",
-    [
-        _cancelled("None", "ValidationError"),  # an item over 400 KB inside the transaction
-        _cancelled("ThrottlingError", "None"),
-        ClientError({"Error": {"Code": "ValidationException", "Message": "key too large"}}, "TransactWriteItems"),
-        ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "TransactWriteItems"),
-    ],
+    "code", ["ValidationException", "ProvisionedThroughputExceededException", "ThrottlingException"]
 )
-def test_other_cancellations_and_errors_raise(error: ClientError) -> None:
+def test_other_errors_of_a_conditional_write_raise(code: str) -> None:
     with pytest.raises(ClientError):
-        _store(_Dynamo(error), []).record_change(_write(), None, None, "o")
+        _store(_Dynamo(_failed(code)), []).put_state(_write(), None, "o")
+    with pytest.raises(ClientError):
+        _store(_Dynamo(_failed(code)), []).put_entry(_write())
 
 
 def test_unprocessed_items_are_sent_again_after_a_backoff() -> None:

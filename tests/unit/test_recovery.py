@@ -233,7 +233,7 @@ def test_an_event_that_failed_after_its_change_was_recorded_keeps_the_batch_s_ou
     first, second = page("a", version=1), page("b", version=1)
     stack.sent += [first, second]
     marks = MarkBatch(stack.pipeline)
-    with crash(stack.store, "record_change", after=True), pytest.raises(Crash):
+    with crash(stack.store, "put_entry", after=True), pytest.raises(Crash):
         ingest_message(json.dumps(first), "m-1", stack.pipeline, marks=marks)
     ingest_message(json.dumps(second), "m-2", stack.pipeline, marks=marks)
     marks.flush()
@@ -255,7 +255,7 @@ def test_a_move_recorded_by_a_failed_event_is_rebuilt_by_a_newer_event_of_the_sa
     moved, newer = page("a", version=2, section="news"), page("a", version=3, section="news", priority=0.5)
     stack.sent += [moved, newer]
     marks = MarkBatch(stack.pipeline)
-    with crash(stack.store, "record_change", after=True), pytest.raises(Crash):
+    with crash(stack.store, "put_entry", after=True), pytest.raises(Crash):
         ingest_message(json.dumps(moved), "m-1", stack.pipeline, marks=marks)
     ingest_message(json.dumps(newer), "m-2", stack.pipeline, marks=marks)
     marks.flush()
@@ -583,7 +583,7 @@ def test_a_long_rejection_reason_is_cut_to_1000_characters() -> None:
 
 def test_an_event_that_keeps_losing_races_raises_to_be_retried() -> None:
     stack = Stack()
-    object.__setattr__(stack.store, "record_change", lambda *_args: False)
+    object.__setattr__(stack.store, "put_state", lambda *_args: False)
     with pytest.raises(IngestConflict):
         stack.send(page("a"))
 

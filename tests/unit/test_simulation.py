@@ -82,7 +82,7 @@ class _Scripted(Simulation):
 
 
 def test_a_move_whose_rebuild_mark_was_lost_leaves_no_copy_in_the_old_section(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given a page published in "blog", then moved to "docs" by an ingest that dies after its transaction and
+    # Given a page published in "blog", then moved to "docs" by an ingest that dies after its writes and
     # before its rebuild marks, and a newer event for the page (still in "docs") that arrives before SQS
     # delivers the first move again
     url = f"{BASE}/blog/moved"
@@ -92,7 +92,7 @@ def test_a_move_whose_rebuild_mark_was_lost_leaves_no_copy_in_the_old_section(mo
     def dies_once(section: str, at_us: int, marks: list[PageMark], batch_changes: int = 0) -> Iterator[Message]:
         if section == "docs" and not died:
             died.append(section)
-            raise LambdaDied("after dynamodb.transact_write_items")
+            raise LambdaDied("after dynamodb.put_item")
         return original(section, at_us, marks, batch_changes)
 
     monkeypatch.setattr("sitemap_updater.service.marks.mark_messages", dies_once)

@@ -5,7 +5,7 @@ One table, keys ``pk`` (partition) and ``sk`` (sort):
 | item | pk | sk | what |
 |---|---|---|---|
 | page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, outbox |
-| manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url id>`` | the encoded entry or tombstone |
+| manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url id>`` | rank, encoded entry or tombstone (none: left) |
 | section sequence | ``seq#<section>`` | ``seq`` | bumped by an import (stacks before 2026-11-25: by every change) |
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
@@ -44,10 +44,6 @@ _PARKED = "parked"
 
 class StillUnprocessed(RuntimeError):
     """DynamoDB left batch items unprocessed (throughput) on every attempt; the caller's message is retried."""
-
-
-class TransactionConflicts(RuntimeError):
-    """Concurrent transactions kept touching the same items; the caller's message is retried."""
 
 
 def _s(value: str) -> dict[str, Any]:
@@ -96,9 +92,8 @@ class ManifestStore:
         self._client = client
         self.table = table
         # Throttled requests are retried inside the client (botocore's retry mode); these are the retries
-        # DynamoDB leaves to the caller: unprocessed batch items, and transactions cancelled by a conflict.
+        # DynamoDB leaves to the caller: unprocessed batch items.
         self._unprocessed = Backoff(sleep=sleep)
-        self._conflicts = Backoff(attempts=5, throttled=False, sleep=sleep)
 
     # --- page states ---------------------------------------------------------------------------------
     def get_page(self, url: str) -> PageRecord | None:
@@ -107,7 +102,8 @@ class ManifestStore:
         ).get("Item")
         return None if item is None else page_record(url, item)
 
-    def _page_item(self, write: PageWrite, outbox: str) -> dict[str, Any]:
+    def _page_item(self, write: PageWrite, outbox: str, entry_rank: str = "") -> dict[str, Any]:
+        kept = {"entry_rank": _s(entry_rank)} if entry_rank and entry_rank != write.rank else {}
         return {
             "pk": _s(page_pk(write.url)),
             "sk": _s("state"),
@@ -121,6 +117,7 @@ class ManifestStore:
             "change": _s(write.change),
             "moved_from": _s(write.moved_from),
             "outbox": _s(outbox),
+            **kept,
         }
 
     @staticmethod
@@ -133,58 +130,49 @@ class ManifestStore:
             "ExpressionAttributeValues": {":expected": _s(expected_rank)},
         }
 
-    def record_change(self, write: PageWrite, expected_rank: str | None, old_section: str | None, outbox: str) -> bool:
-        """Atomically: the page state (if it still has ``expected_rank``), its manifest entry and the removal of
-        its entry from a section it left. False when another writer changed the page first. No section counter is
-        bumped: a rebuild's own number versions its bytes (``next_rebuild``), since rebuilds of a section run one
-        after another and each reads the manifest after the marks it handles were recorded."""
-        items: list[Any] = [
-            {
-                "Put": {
-                    "TableName": self.table,
-                    "Item": self._page_item(write, outbox),
-                    **self._condition(expected_rank),
-                }
-            },
-            {
-                "Put": {
-                    "TableName": self.table,
-                    "Item": {
-                        "pk": _s(f"sec#{write.section}"),
-                        "sk": _s(entry_sort_key(write.key, write.url)),
-                        "record": {"B": write.record},
-                    },
-                }
-            },
-        ]
-        if old_section is not None and old_section != write.section:
-            key = {"pk": _s(f"sec#{old_section}"), "sk": _s(entry_sort_key(write.key, write.url))}
-            items.append({"Delete": {"TableName": self.table, "Key": key}})
-        for attempt in range(1, self._conflicts.attempts + 1):
-            try:
-                self._client.transact_write_items(TransactItems=items)
-                return True
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-                    raise
-                codes = [str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])]
-                if codes and codes[0] == "ConditionalCheckFailed":
-                    return False  # the page state's condition: another event for the URL got in first
-                if not codes or any(c not in ("None", "TransactionConflict") for c in codes):
-                    raise  # a validation error (an item over 400 KB), throttling: not a lost race
-            if attempt < self._conflicts.attempts:
-                self._conflicts.pause(attempt)
-        raise TransactionConflicts(
-            f"{write.url}: cancelled by conflicting transactions {self._conflicts.attempts} times"
+    def put_state(self, write: PageWrite, expected_rank: str | None, outbox: str, entry_rank: str = "") -> bool:
+        """The page state, if it still has ``expected_rank`` (None: no state yet); False when another writer
+        changed the page first. Written before the page's manifest items, which it names (``moved_from``).
+        ``entry_rank``: the rank of the entry the state keeps, when no entry is written (default: its own)."""
+        item = self._page_item(write, outbox, entry_rank)
+        return _conditional(
+            lambda: self._client.put_item(TableName=self.table, Item=item, **self._condition(expected_rank))
         )
 
-    def record_rank(self, write: PageWrite, expected_rank: str | None) -> bool:
-        """Record a newer event whose entry is unchanged: only the page state moves, nothing is dirty."""
+    def put_entry(self, write: PageWrite) -> bool:
+        """The page's manifest entry in its section, unless the item there has this rank or a newer one."""
+        return self._put_section_item(write.section, write, {"record": {"B": write.record}})
+
+    def leave_section(self, section: str, write: PageWrite) -> bool:
+        """Replace the page's item in a section it left by a removal marker of the write's rank (no ``record``,
+        so no manifest read sees it), unless the item there has this rank or a newer one. A marker rather than a
+        delete: an older event still writing its entry there finds a newer rank and changes nothing."""
+        return self._put_section_item(section, write, {})
+
+    def _put_section_item(self, section: str, write: PageWrite, record: dict[str, Any]) -> bool:
+        item = {"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(write.key, write.url)), "rank": _s(write.rank)}
         return _conditional(
             lambda: self._client.put_item(
-                TableName=self.table, Item=self._page_item(write, ""), **self._condition(expected_rank)
+                TableName=self.table,
+                Item={**item, **record},
+                # An entry written before entries carried their rank has none: any event that got this far is newer.
+                ConditionExpression="attribute_not_exists(#rank) OR #rank < :rank",
+                ExpressionAttributeNames={"#rank": "rank"},
+                ExpressionAttributeValues={":rank": _s(write.rank)},
             )
         )
+
+    def entry_rank(self, section: str, key: int, url: str) -> str | None:
+        """The rank of the page's item in ``section`` (strongly consistent): None when there is none, "" for an
+        entry written before entries carried their rank."""
+        item = self._client.get_item(
+            TableName=self.table,
+            Key={"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))},
+            ConsistentRead=True,
+            ProjectionExpression="pk, #rank",
+            ExpressionAttributeNames={"#rank": "rank"},
+        ).get("Item")
+        return None if item is None else item.get("rank", {}).get("S", "")
 
     # --- outboxes: the changes of an ingest batch whose rebuild marks may not have been sent ---------------
     def open_outbox(self, outbox: str, urls: list[str]) -> None:
@@ -234,6 +222,7 @@ class ManifestStore:
                 {
                     "pk": _s(f"sec#{write.section}"),
                     "sk": _s(entry_sort_key(write.key, write.url)),
+                    "rank": _s(write.rank),
                     "record": {"B": write.record},
                 }
             )
@@ -266,13 +255,15 @@ class ManifestStore:
             ConsistentRead=True,
         ):
             for item in page.get("Items", []):
-                states.extend(decode_states(item["record"]["B"]))
+                if "record" in item:  # not a removal marker
+                    states.extend(decode_states(item["record"]["B"]))
         return states
 
     def entries_for(self, section: str, pages: list[tuple[int, str]]) -> list[PageState]:
         """The manifest entries of the given (key, URL) pages of a section, those that exist (BatchGetItem)."""
         keys = [{"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))} for key, url in pages]
-        return [state for item in self._batch_get(keys) for state in decode_states(item["record"]["B"])]
+        found = [item["record"]["B"] for item in self._batch_get(keys) if "record" in item]
+        return [state for record in found for state in decode_states(record)]
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         """The items of ``keys`` that exist (strongly consistent), 100 keys a request; unprocessed keys are asked
@@ -579,6 +570,7 @@ def page_record(url: str, item: dict[str, Any]) -> PageRecord:
         change=item.get("change", {}).get("S", ""),
         moved_from=item.get("moved_from", {}).get("S", ""),
         outbox=item.get("outbox", {}).get("S", ""),
+        entry_rank=item.get("entry_rank", item["rank"])["S"],
     )
 
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from sitemap_updater.core.entry import w3c_micros
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
-from sitemap_updater.core.pages import PageRecord, PageWrite
+from sitemap_updater.core.pages import PageRecord, PageWrite, join_sections, left_sections
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
 from sitemap_updater.service.dead_letters import DeadLetters, dead_letter, error_text, failure_reason
-from sitemap_updater.service.marks import MarkBatch, requeue
+from sitemap_updater.service.marks import MarkBatch, requeue, written
 from sitemap_updater.service.pipeline import Pipeline
 
 _ATTEMPTS = 5
@@ -113,30 +113,76 @@ def _apply(
     state: PageState, old: PageRecord | None, pipeline: Pipeline, marks: MarkBatch | None
 ) -> tuple[Outcome | None, str | None]:
     """One optimistic attempt; (None, None) when another writer got in first. Without ``marks`` (a bulk load),
-    a change is recorded under no outbox and sends no marks."""
-    pending = marks is not None and old is not None and old.outbox != "" and old.outbox == marks.outbox
-    if old is not None:
-        if marks is not None and pending and not marks.has(old.url):
-            marks.add(old)  # recorded by an event of this batch that then failed: its marks go out with the rest
-        elif not pending and old.outbox and pipeline.store.outbox_open(old.outbox):
-            # The batch that recorded the stored change died before sending its marks (or is still running):
-            # send them now, before anything overwrites the state. A newer write would record only the section
-            # *it* leaves, so a section the lost change left would never be rebuilt and would keep the page.
-            requeue(pipeline, [old])
-        if state.rank < old.rank:
-            return Outcome.STALE, None
-        if state.rank == old.rank:
-            return Outcome.NOOP, None
+    a change is recorded under no outbox and sends no marks. The writes, each conditional on its own item:
+    the page state (on the rank read), a removal marker in each section it names in ``moved_from``, then the
+    entry; ``docs/architecture.md`` ("Ingest") explains why every crash point and race ends right."""
+    if old is None:
+        return _record(page_write(state), None, pipeline, marks)
+    store = pipeline.store
+    if state.rank == old.rank and not written(store, old):
+        # This state's own writes may have stopped after the page state (a crash, a write that raised): finish them.
+        write = replace(page_write(state), change=old.change, moved_from=old.moved_from)
+        return _record(write, old.rank, pipeline, marks)
+    unsent = _unsent(old, pipeline, marks)
+    if state.rank <= old.rank:
+        if unsent and (state.rank == old.rank or written(store, old)):
+            _send(old, pipeline, marks)  # its writes are done; unfinished ones are left to their event
+        return (Outcome.STALE if state.rank < old.rank else Outcome.NOOP), None
     write = page_write(state, old)
-    expected = old.rank if old is not None else None
-    if not pending and _unchanged(old, write):
-        return (Outcome.NOOP, None) if pipeline.store.record_rank(write, expected) else (None, None)
+    unchanged = not unsent and _unchanged(old, write)
+    done = not unsent and bool(left_sections(old) or unchanged) and written(store, old)
+    left = {old.section}
+    if unsent or not done:
+        left.update(left_sections(old))  # the markers the stored move may not have written yet
+    write = replace(write, moved_from=join_sections(left - {write.section}))
+    if unsent and marks is None:
+        requeue(pipeline, [old])  # a bulk load sends no marks of its own
+    elif unchanged and done and not write.moved_from:
+        # A newer event with the same entry: only the rank moves, the entry (done) is kept; nothing is dirty.
+        kept = store.put_state(write, old.rank, "", old.entry_rank or old.rank)
+        return (Outcome.NOOP, None) if kept else (None, None)
+    return _record(write, old.rank, pipeline, marks, old if unsent else None)
+
+
+def _record(
+    write: PageWrite,
+    expected: str | None,
+    pipeline: Pipeline,
+    marks: MarkBatch | None,
+    unsent: PageRecord | None = None,
+) -> tuple[Outcome | None, str | None]:
+    """Write the page state, then remove the page from the sections it names, then write its entry; the marks
+    (with those of ``unsent``, the replaced change whose marks may not have been sent) go with the batch's."""
+    store = pipeline.store
     outbox = marks.outbox_for(write.url) if marks is not None else ""
-    if not pipeline.store.record_change(write, expected, old.section if old is not None else None, outbox):
+    if not store.put_state(write, expected, outbox):
         return None, None
+    # A failed condition below means a newer event wrote the item first: its rank wins there, as it should.
+    for section in left_sections(write):
+        store.leave_section(section, write)
+    store.put_entry(write)
     if marks is not None:
+        if unsent is not None and not marks.has(unsent.url):
+            marks.add(unsent)
         marks.add(write)
     return Outcome.ACCEPTED, write.change or None
+
+
+def _unsent(old: PageRecord, pipeline: Pipeline, marks: MarkBatch | None) -> bool:
+    """Whether the stored change's marks may not have been sent: it was recorded by an event of this batch, or
+    the batch that recorded it died before sending them (or is still running) and left its outbox open."""
+    if not old.outbox:
+        return False
+    return (marks is not None and old.outbox == marks.outbox) or pipeline.store.outbox_open(old.outbox)
+
+
+def _send(old: PageRecord, pipeline: Pipeline, marks: MarkBatch | None) -> None:
+    """Send the marks of a recorded change that may have none: with this batch's if it recorded it, else now."""
+    if marks is not None and old.outbox == marks.outbox:
+        if not marks.has(old.url):
+            marks.add(old)  # recorded by an event of this batch that then failed: its marks go out with the rest
+    else:
+        requeue(pipeline, [old])
 
 
 def _unchanged(old: PageRecord | None, write: PageWrite) -> bool:
@@ -162,7 +208,8 @@ def event_urls(pipeline: Pipeline, bodies: list[str]) -> list[str]:
 
 
 def page_write(state: PageState, old: PageRecord | None = None) -> PageWrite:
-    """The items that record a page state (``old``: the state it replaces, to record how it changed)."""
+    """The items that record a page state (``old``: the state it replaces, to record how it changed and the
+    section it leaves)."""
     kind = "live" if state.entry is not None else "deleted"
     section = state.entry.section if state.entry is not None else state.tombstone.section if state.tombstone else ""
     change = _change(old, kind) or ""

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from sitemap_updater.core.messages import PageMark, mark_messages
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.pages import PageFields
+from sitemap_updater.core.pages import PageFields, PageRecord, left_sections
+from sitemap_updater.ports import Manifest
 from sitemap_updater.service.pipeline import Pipeline
 
 # An ingest invocation lives at most its function's timeout (30 s in template.yaml; Lambda's own limit is
@@ -79,8 +80,8 @@ class MarkBatch:
         by_section: dict[str, list[PageMark]] = defaultdict(list)
         for page in self._pages:
             by_section[page.section].append(PageMark(page.url, page.key, page.rank, page.change or None))
-            if page.moved_from:
-                by_section[page.moved_from].append(PageMark(page.url, page.key, page.rank, None))
+            for left in left_sections(page):
+                by_section[left].append(PageMark(page.url, page.key, page.rank, None))
         now_us = to_micros(self._pipeline.clock())
         for section in sorted(by_section):
             for message in mark_messages(section, now_us, by_section[section], len(self._pages)):
@@ -103,13 +104,22 @@ def requeue(pipeline: Pipeline, pages: Sequence[PageFields]) -> None:
     marks.flush()
 
 
+def written(store: Manifest, page: PageRecord) -> bool:
+    """Whether every write of a stored page state is done: its entry (written last) has the rank it expects.
+    Until then no mark of it is sent: whoever finishes the writes sends them (the same marks sent earlier would
+    be dropped by the rebuild queue's deduplication, and the rebuild they asked for may have missed the entry)."""
+    return store.entry_rank(page.section, page.key, page.url) == (page.entry_rank or page.rank)
+
+
 def sweep_outboxes(pipeline: Pipeline) -> int:
-    """Send the marks of every outbox left open by a batch that is over, then close it; the pages sent."""
+    """Send the marks of every outbox left open by a batch that is over, then close it; the pages sent. A page
+    whose writes stopped after its state is left to its event's redelivery or to the page's next event."""
     store = pipeline.store
     before = opened_before(to_micros(pipeline.clock()) - OUTBOX_ABANDONED_S * 1_000_000)
     sent = 0
     for outbox, urls in store.outboxes(before):
         pages = [page for url in urls if (page := store.get_page(url)) is not None and page.outbox == outbox]
+        pages = [page for page in pages if written(store, page)]
         requeue(pipeline, pages)
         store.close_outbox(outbox)
         sent += len(pages)

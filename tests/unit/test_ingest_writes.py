@@ -1,0 +1,173 @@
+"""Ingest's writes, one conditional item at a time (page state, removal markers, entry): a crash between any two
+of them, followed by the event's redelivery or by a newer event, publishes the newest state exactly once; an older
+event's late write never overwrites a newer one; a duplicate writes nothing; and what an event costs in units.
+
+Judged by the reference model (``Stack.check``), as in ``test_recovery.py``, whose in-memory stack this uses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from bench.meter import Meter
+from sitemap_updater.core.pages import PageWrite
+from sitemap_updater.service.ingest import Outcome, ingest_message
+from sitemap_updater.service.marks import MarkBatch
+from tests.unit.test_recovery import Crash, Stack, crash, page
+
+WRITES = ("put_state", "leave_section", "put_entry")
+
+
+def _moved_out_of_blog(stack: Stack) -> None:
+    stack.check()
+    assert not any(name.startswith("sitemap-blog-") for name in stack.s3.objects)
+
+
+@pytest.mark.parametrize("write", WRITES)
+@pytest.mark.parametrize("then", ["redelivered", "newer in news", "newer in docs", "newer back in blog"])
+def test_a_move_that_dies_after_any_of_its_writes_ends_with_the_newest_state_listed_once(write: str, then: str) -> None:
+    # Given blog/a published, then its move to news dying right after one of its writes
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    moved = page("a", version=2, section="news", lastmod="2026-11-02")
+    with crash(stack.store, write, after=True) as hits, pytest.raises(Crash):
+        stack.send(moved)
+    assert hits
+    # When SQS delivers the move again, or a newer event for the page comes first
+    section = {"redelivered": "news", "newer in news": "news", "newer in docs": "docs"}.get(then, "blog")
+    stack.send(moved if then == "redelivered" else page("a", version=3, section=section, lastmod="2026-11-03"))
+    stack.drain()
+    # Then the newest state is listed once, in its section (check: the reference model, no URL twice)
+    stack.check()
+    assert len(stack.shown()) == 1
+    if section != "blog":
+        _moved_out_of_blog(stack)
+
+
+def test_two_moves_that_died_after_their_page_state_are_both_undone_by_the_next_event() -> None:
+    # Given blog/a published, then a move to news and a move to docs, each dying after its page state
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    for version, section in ((2, "news"), (3, "docs")):
+        with crash(stack.store, "put_state", after=True), pytest.raises(Crash):
+            stack.send(page("a", version=version, section=section, lastmod="2026-11-02"))
+    # When a newer event puts the page in shop
+    stack.send(page("a", version=4, section="shop", lastmod="2026-11-04"))
+    stack.drain()
+    # Then shop alone lists it: the state named every section an unfinished move may have written
+    stack.check()
+    assert [name for name in stack.s3.objects if name.endswith(".xml.gz")] == ["sitemap-shop-00000000.xml.gz"]
+
+
+def test_an_older_event_whose_writes_come_late_never_overwrites_the_newer_state() -> None:
+    # Given blog/a published; a move to news writes its page state, and before its entry is written a newer
+    # event (back in blog) is recorded in full
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    newer = page("a", version=3, lastmod="2026-11-03")
+    original = stack.store.put_entry
+    raced: list[PageWrite] = []
+
+    def late(write: PageWrite) -> bool:
+        if write.section == "news" and not raced:
+            raced.append(write)
+            stack.send(newer)  # the other invocation runs here
+        return original(write)
+
+    object.__setattr__(stack.store, "put_entry", late)
+    stack.send(page("a", version=2, section="news", lastmod="2026-11-02"))
+    # When the move's late entry write reaches DynamoDB (above) and everything is rebuilt
+    stack.drain()
+    # Then the newer state is listed, once, in blog; news never lists the page
+    assert raced
+    stack.check()
+    assert list(stack.shown()) == [newer["url"]] and not any("news" in n for n in stack.s3.objects)
+
+
+def _count_writes(stack: Stack) -> list[str]:
+    calls: list[str] = []
+    for name in ("put_state", "leave_section", "put_entry", "open_outbox"):
+        original = getattr(stack.store, name)
+
+        def counted(*args: Any, _o: Any = original, _n: str = name) -> Any:
+            calls.append(_n)
+            return _o(*args)
+
+        object.__setattr__(stack.store, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("section", ["blog", "news"])
+def test_a_duplicate_of_a_recorded_event_writes_and_marks_nothing(section: str) -> None:
+    # Given a page recorded and published (in its section, or moved there)
+    stack = Stack()
+    stack.send(page("a", version=1))
+    body = page("a", version=2, section=section, lastmod="2026-11-02")
+    stack.send(body)
+    stack.drain()
+    published = dict(stack.s3.objects)
+    calls = _count_writes(stack)
+    # When the event is delivered again
+    [result] = stack.send(body)
+    # Then it is a no-op that wrote nothing and asked for no rebuild
+    assert result.outcome == Outcome.NOOP
+    assert calls == [] and not stack.queues["rebuild"].messages
+    stack.drain()
+    assert stack.s3.objects == published
+
+
+def test_a_duplicate_of_an_event_whose_entry_was_never_written_finishes_it_and_asks_for_its_rebuild() -> None:
+    stack = Stack()
+    body = page("a", version=1)
+    with crash(stack.store, "put_entry"), pytest.raises(Crash):
+        stack.send(body)
+    assert not stack.shown()
+    [result] = stack.send(body)
+    assert result.outcome == Outcome.ACCEPTED
+    stack.drain()
+    stack.check()
+    assert list(stack.shown()) == [body["url"]]
+
+
+def _units(stack: Stack, meter: Meter, label: str, bodies: list[dict[str, Any]]) -> tuple[float, float]:
+    """Write and read units per event of one ingest batch of ``bodies``, as AWS bills them."""
+
+    def batch() -> None:
+        marks = MarkBatch(stack.pipeline, lambda: [b["url"] for b in bodies])
+        for number, body in enumerate(bodies):
+            ingest_message(json.dumps(body), f"m-{number}", stack.pipeline, marks=marks)
+        marks.flush()
+
+    stack.sent += bodies
+    meter.invoke(label, batch, 1.0)
+    usage = meter.usage[label]
+    return usage.wru / len(bodies), usage.rru / len(bodies)
+
+
+def test_an_update_costs_two_write_units_and_a_move_three() -> None:
+    # Given 50 pages recorded in blog
+    stack = Stack(max_urls=1000)
+    meter = Meter(stack)
+    names = [f"p{n}" for n in range(50)]
+    _units(stack, meter, "first", [page(name, version=1) for name in names])
+    stack.drain()
+    # When a batch updates each of them, then one moves each to news, then one resends each unchanged
+    update = _units(stack, meter, "update", [page(name, version=2, lastmod="2026-11-02") for name in names])
+    move = _units(stack, meter, "move", [page(name, version=3, section="news", lastmod="2026-11-02") for name in names])
+    same = _units(stack, meter, "same", [page(name, version=4, section="news", lastmod="2026-11-02") for name in names])
+    # Then an update writes its page state and its entry, one unit each (a transaction of both was billed 4), plus
+    # its share of the batch's outbox (50 URLs, 2 KB: put and deleted, 4 units); it reads the page state and the
+    # outbox that state names
+    outbox = 4 / 50
+    assert update == (2 + outbox, 2.0)
+    # And a move also leaves a removal marker in the section it left
+    assert move == (3 + outbox, 2.0)
+    # And a newer event with the same entry writes only the page state (no outbox), once its entry is read in place
+    assert same == (1.0, 3.0)
+    stack.drain()
+    stack.check()
