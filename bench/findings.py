@@ -67,7 +67,7 @@ def findings(data: dict[str, Any]) -> list[str]:
         f"units and {rru:.1f} read units per event. Two conditional PutItems write the page state and the "
         "manifest entry at one unit each (a move adds a removal marker in the section it leaves); the batch's "
         "outbox is a put and a delete per ingest batch, and a page whose state names another batch's outbox reads "
-        "it once (a GetItem). Until 2026-11-26 one `TransactWriteItems` wrote both at two units each (4.1 in all); "
+        "it once (a GetItem). Until 2026-11-25 one `TransactWriteItems` wrote both at two units each (4.1 in all); "
         "on 2026-11-24 it was 9.0 write units: the transaction also bumped a section sequence (2), and each page "
         "state entered and left a sparse `pending` index and had its flag cleared (3). Notify adds "
         f"${notify_ddb:.2f} (one read and one write of a `sent#` item per URL).",

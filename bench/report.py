@@ -196,7 +196,7 @@ def section(data: dict[str, Any]) -> list[str]:
 
 
 def _freshness(data: dict[str, Any]) -> list[str]:
-    """How soon each change was served, per scenario (measured since 2026-11-26)."""
+    """How soon each change was served, per scenario (measured since 2026-11-25)."""
     scenarios = [s for s in data["scenarios"] if s.get("freshness")]
     if not scenarios:
         return []
