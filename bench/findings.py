@@ -71,8 +71,9 @@ def findings(data: dict[str, Any]) -> list[str]:
         "on 2026-11-24 it was 9.0 write units: the transaction also bumped a section sequence (2), and each page "
         "state entered and left a sparse `pending` index and had its flag cleared (3). Notify adds "
         f"${notify_ddb:.2f} (one read and one write of a `sent#` item per URL).",
-        "- **Every rewritten file costs two PUTs** (the file and its `_state/` snapshot; $0.01 per 1,000 files) "
-        "and a HEAD and a GET: files rewritten per event were "
+        "- **Every rewritten file costs a PUT, a HEAD and a ranged GET** ($0.0058 per 1,000 files), and each "
+        "section rebuild one more PUT, of the object holding the snapshots of all the files it rendered (one PUT "
+        "a file before 2026-11-25): files rewritten per event were "
         + ", ".join(f"{v:.2f} at {k}" for k, v in puts.items())
         + f". At one event per second the rebuild function also bills {shard_s:.2f} s of 1 GB per rewritten file "
         f"(${shard['Lambda']:.2f} per million): reading, decoding and re-encoding a 10,000-page snapshot and "
@@ -115,11 +116,11 @@ def findings(data: dict[str, Any]) -> list[str]:
         f"half lifetime, see above): from {index_calls:.2f} to about 0.2 runs per event at one event per second, "
         f"about ${index_bill * (1 - min(1.0, 0.2 / max(index_calls, 1e-9))):.2f}, at the price of less margin for "
         "clocks that differ.",
-        "4. **No snapshot PUT**: rebuild the states from the published file (its entries are the rendered bytes; "
-        "the range's newest tombstone moment can live in the file record), saving one PUT and one GET per "
-        "rewritten file (against our rule that nothing is cut back out of rendered bytes; a smaller snapshot, or "
-        "one object holding a section's snapshots, would save part of it): "
-        + ", ".join(f"${v * (cost.S3_PRICE['PUT'] + cost.S3_PRICE['GET']) * PER_M:.2f} at {k}" for k, v in puts.items())
+        "4. **No snapshot at all**: rebuild the states from the published file (its entries are the rendered "
+        "bytes; the range's newest tombstone moment can live in the file record), saving the rebuild's snapshot "
+        "PUT and one GET per rewritten file (against our rule that nothing is cut back out of rendered bytes; "
+        "one object per rebuild has held the snapshots since 2026-11-25), the GETs alone: "
+        + ", ".join(f"${v * cost.S3_PRICE['GET'] * PER_M:.2f} at {k}" for k, v in puts.items())
         + ".",
         f"5. **The CMS batches its sends** (`SendMessageBatch`, 10 a request): "
         f"${0.9 * cost.SQS_PRICE['standard'] * PER_M:.2f}, and the ingest event source's receives shrink the same way.",

@@ -33,8 +33,8 @@ from lxml import etree
 from bench.cost import cpu_scale
 from bench.meter import SQS_CHUNK, Meter
 from bench.usage import Usage
-from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX
 from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.ports import HttpResponse

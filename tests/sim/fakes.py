@@ -357,11 +357,16 @@ class FakeS3:
 
         return self.sched.point("s3.delete_object", delete)
 
-    def get_object(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803
+    def get_object(self, Bucket: str, Key: str, Range: str | None = None) -> dict[str, Any]:  # noqa: N803
         found = self.objects.get(Key)
         if found is None:
             raise _client_error("NoSuchKey", "GetObject")
-        return {"Body": _Body(found.data)}
+        if Range is None:
+            return {"Body": _Body(found.data)}
+        first, last = (int(n) for n in Range.removeprefix("bytes=").split("-"))
+        if first >= len(found.data):  # S3 answers 416 for a range that starts past the object's end
+            raise _client_error("InvalidRange", "GetObject")
+        return {"Body": _Body(found.data[first : last + 1])}  # 206, cut at the object's end
 
     def get_paginator(self, name: str) -> Any:
         assert name == "list_objects_v2"

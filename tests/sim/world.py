@@ -21,9 +21,11 @@ from typing import Any
 
 from lxml import etree
 
-from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX, SitemapBucket
+from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.feed import FEED_NAME
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, text_twin
+from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
+from sitemap_updater.core.snapshots import written_us as snapshots_written
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.service.bootstrap import end as bootstrap_end
@@ -315,6 +317,10 @@ class Simulation:
                 self._last_shown.pop(url)
         for named in sorted(frozenset().union(*self._index_files.values()) - set(self.s3.objects) - self._drifted):
             self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
+        if new is None and snapshots_written(name) is not None:
+            naming = [f.name for f in self.store.file_records.values() if f.snapshot and f.snapshot.key == name]
+            if naming:
+                self.result.violations.append(f"t={self.clock.now:.2f}: {name} deleted while {naming} name it")
         if new is None and name.endswith(".xml.gz"):
             # The CDN may serve any index put within the cache lifetime before now: none of them may name it.
             lifetime = self.pipeline.settings.cdn_max_age_seconds

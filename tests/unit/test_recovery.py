@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from sitemap_updater.adapters.storage import SNAPSHOT_PREFIX, SitemapBucket
+from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.messages import DirtyMark, cleanup_message, read_rebuild_request
 from sitemap_updater.core.reduce import state_from_event
+from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
 from sitemap_updater.service.index import UNSETTLED, rebuild_index
 from sitemap_updater.service.ingest import IngestConflict, Outcome, ingest, ingest_message, page_write
 from sitemap_updater.service.marks import OUTBOX_ABANDONED_S, MarkBatch

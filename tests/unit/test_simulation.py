@@ -142,5 +142,5 @@ def test_text_sitemaps_follow_their_files_and_the_checks_catch_a_stale_one(monke
     # Then each file's text twin lists its URLs
     assert Simulation(config).run().violations == []
     # And a rebuild that wrote empty twins is caught
-    monkeypatch.setattr("sitemap_updater.service.rebuild.render_text", lambda _urls: b"")
+    monkeypatch.setattr("sitemap_updater.service.publish.render_text", lambda _urls: b"")
     assert any("text sitemap" in v for v in Simulation(config).run().violations)

@@ -7,7 +7,7 @@ One table, keys ``pk`` (partition) and ``sk`` (sort):
 | page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, outbox |
 | manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url id>`` | rank, encoded entry or tombstone (none: left) |
 | section sequence | ``seq#<section>`` | ``seq`` | bumped by an import (stacks before 2026-11-25: by every change) |
-| published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state |
+| published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state, snapshot |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
 | outbox | ``outbox`` | ``<opened, 16 hex>#<batch>`` | the URLs an ingest batch may change, until its marks are sent |
 | import running | ``import`` | ``import`` | exists while an import or a bootstrap runs |
@@ -33,6 +33,7 @@ from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
+from sitemap_updater.core.snapshots import SnapshotRef
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -610,6 +611,7 @@ def _file_item(published: PublishedFile) -> dict[str, Any]:
         "published_us": _n(published.published_us),
         "prev_lastmod_us": _n(published.prev_lastmod_us),
         "unnamed_us": _n(published.unnamed_us),
+        **({"snapshot": _s(published.snapshot.encode())} if published.snapshot is not None else {}),
     }
 
 
@@ -630,4 +632,5 @@ def _file_from_item(item: dict[str, Any]) -> PublishedFile:
         published_us=int(item.get("published_us", {}).get("N", "0")),
         prev_lastmod_us=int(item.get("prev_lastmod_us", {}).get("N", "0")),
         unnamed_us=int(item.get("unnamed_us", {}).get("N", "0")),
+        snapshot=SnapshotRef.decode(item["snapshot"]["S"]) if "snapshot" in item else None,
     )

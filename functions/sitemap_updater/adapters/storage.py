@@ -10,11 +10,12 @@ either the old or the new object, and a retry converges.
 from __future__ import annotations
 
 import hashlib
-import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
+
+from sitemap_updater.core.snapshots import SnapshotRef, legacy_key
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -26,20 +27,10 @@ CONTENT_TYPES = {
     ".atom": "application/atom+xml; charset=utf-8",
 }
 _MAX_ATTEMPTS = 8
-_MAX_SNAPSHOT_ID = 200
-# Snapshots are written at every rewrite of their file and read once by the next: deflate level 1 takes half the
-# time of level 6 for about 1.4 times the bytes (which S3 does not bill per request).
-_SNAPSHOT_LEVEL = 1
-SNAPSHOT_PREFIX = "_state/"  # the bucket policy lets CloudFront read sitemap* and *.txt only
 
 
 class StalePublish(RuntimeError):
     """A newer version of the object was published while this one was being written."""
-
-
-def snapshot_key(name: str) -> str:
-    """Where the snapshot of sitemap file ``name`` is kept: ``_state/<name without .xml.gz>.states``."""
-    return f"{SNAPSHOT_PREFIX}{name.removesuffix('.xml.gz')}.states"
 
 
 def content_type(name: str) -> str:
@@ -116,31 +107,35 @@ class SitemapBucket:
             raise
         return True
 
-    def read_snapshot(self, name: str) -> tuple[str, bytes] | None:
-        """The snapshot kept beside file ``name``: (what it is the snapshot of, as written; its states); None when
-        there is none. Snapshots live under ``_state/``, which CloudFront may not read."""
-        data = self.read(snapshot_key(name))
-        if data is None:
-            return None
-        end = data.find(b"\n", 0, _MAX_SNAPSHOT_ID + 1)
-        return None if end < 0 else (data[:end].decode("ascii"), zlib.decompress(data[end + 1 :]))
+    def read_snapshot(self, name: str, at: SnapshotRef | None = None) -> bytes | None:
+        """The snapshot block of file ``name``: the bytes ``at`` names (one ranged GET), or without it the
+        object a stack from before 2026-11-25 kept beside the file; None when there is none (a block whose object
+        was deleted, or cut short, is none either)."""
+        if at is None:
+            return self.read(legacy_key(name))
+        try:
+            found = self._client.get_object(
+                Bucket=self.bucket, Key=at.key, Range=f"bytes={at.offset}-{at.offset + at.length - 1}"
+            )["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "InvalidRange"):
+                return None
+            raise
+        return found if len(found) == at.length else None
 
-    def write_snapshot(self, name: str, snapshot_id: str, states: bytes) -> None:
-        """Keep ``states`` (encoded page states) beside file ``name``, with what they are the snapshot of (an
-        ASCII line of at most 200 characters: the file's bytes and range)."""
-        head = snapshot_id.encode("ascii")
-        if len(head) > _MAX_SNAPSHOT_ID or b"\n" in head:
-            raise ValueError(f"a snapshot's id is one ASCII line of at most {_MAX_SNAPSHOT_ID} characters")
+    def write_snapshots(self, key: str, blocks: list[bytes]) -> None:
+        """Keep ``blocks`` (``core.snapshots.pack_block``) one after another as object ``key``, in one PUT."""
         self._client.put_object(
             Bucket=self.bucket,
-            Key=snapshot_key(name),
-            Body=head + b"\n" + zlib.compress(states, _SNAPSHOT_LEVEL),
+            Key=key,
+            Body=b"".join(blocks),
             ContentType="application/octet-stream",
             Metadata={"seq": "0"},
         )
 
     def delete_snapshot(self, name: str) -> None:
-        self._client.delete_object(Bucket=self.bucket, Key=snapshot_key(name))
+        """Delete the snapshot a stack from before 2026-11-25 kept beside file ``name``."""
+        self._client.delete_object(Bucket=self.bucket, Key=legacy_key(name))
 
     def delete(self, name: str) -> None:
         self._client.delete_object(Bucket=self.bucket, Key=name)

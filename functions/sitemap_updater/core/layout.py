@@ -11,6 +11,7 @@ from sitemap_updater.core.entry import Entry
 from sitemap_updater.core.reduce import Tombstone
 from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, RenderedFile, render_indexes, render_urlset
 from sitemap_updater.core.sharding import INDEX_NAME, KeyRange, Limits, plan_ranges, range_lastmod
+from sitemap_updater.core.snapshots import SnapshotRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +116,4 @@ class PublishedFile:
     # held bytes none of whose pages had a lastmod)
     prev_lastmod_us: int = 0
     unnamed_us: int = 0  # when the index stopped naming it
+    snapshot: SnapshotRef | None = None  # its snapshot's block (None: the per-file object of older stacks, if any)

@@ -43,7 +43,8 @@ from sitemap_updater.service.dead_letters import dead_letter
 from sitemap_updater.service.ingest import Outcome, record_state
 from sitemap_updater.service.parked import replay_parked
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.rebuild import index_window, position, render_file
+from sitemap_updater.service.publish import publish_files
+from sitemap_updater.service.rebuild import index_window, position
 
 PREFIX = "_bootstrap/"
 _RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -198,17 +199,25 @@ def render_range(pipeline: Pipeline, section: str, within: KeyRange) -> RangeRes
     seq = store.section_seq(section)
     stamp = (seq + store.next_rebuild(section), seq, to_micros(pipeline.clock()))
     result = RangeResult(section, urls=len(live))
-    fresh = []
+    jobs = []
     for key_range in layout:
         inside = states[bisect_left(keys, key_range.start) : bisect_left(keys, key_range.end)]
-        record, put = render_file(pipeline, section, key_range, inside, by_range.get(key_range), holders, stamp)
+        jobs.append((key_range, inside, by_range.get(key_range)))
         result.files.append(key_range.file_name(section))
+    fresh = []
+    for (key_range, _, _), (record, put) in zip(
+        jobs, publish_files(pipeline, section, jobs, holders, stamp), strict=True
+    ):
         if put:
             result.put.append(key_range.file_name(section))
         if record is not None:
             fresh.append(record)
     for published in fresh:
         store.put_file(published)  # after the bytes exist: the index only ever names published files
+    fresh_at = {f.key_range.start for f in fresh}
+    for before in records:  # a file of an older stack, whose record named no block: its own snapshot is done
+        if before.snapshot is None and before.key_range.start in fresh_at:
+            pipeline.bucket.delete_snapshot(before.name)
     kept = set(layout)
     for old in by_range.values():
         if (

@@ -10,19 +10,19 @@ import hashlib
 from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import accumulate
 
-from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile
+from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.messages import DirtyMark, change_record, section_index_request
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.records import decode_states, encode_state
+from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
-from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US, render_text, render_urlset
-from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, range_lastmod, text_twin
+from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US
+from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, text_twin
+from sitemap_updater.core.snapshots import unpack_block
 from sitemap_updater.service.pipeline import Pipeline
-
-_RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000
+from sitemap_updater.service.publish import Job, collect_snapshots, publish_files, snapshot_id
 
 
 @dataclass(slots=True)
@@ -80,17 +80,10 @@ def _region_for(key: int, live: list[PublishedFile]) -> KeyRange:
     return KeyRange(start, end, depth)
 
 
-def snapshot_id(sha256: str, key_range: KeyRange) -> str:
-    """What a snapshot is the snapshot of: the file's bytes (their SHA-256) and its key range. Two ranges may share
-    a name (a file split in two keeps its start) and render the same bytes (the half left had no live page), yet
-    hold other tombstones, which move the range's lastmod: a snapshot of one is never taken for the other."""
-    return f"{sha256}:{key_range.start:x}:{key_range.depth}"
-
-
 class _Section:
     """Exact data where pages changed, recorded counts elsewhere. A live file's data is its snapshot (the states
-    it was last rendered from, kept beside it in the bucket) with the marked pages read again, when the snapshot
-    belongs to the file's current bytes; otherwise the file's whole manifest."""
+    it was last rendered from, a block its record names in the bucket) with the marked pages read again, when
+    the snapshot belongs to the file's current bytes; otherwise the file's whole manifest."""
 
     def __init__(
         self, pipeline: Pipeline, section: str, live: list[PublishedFile], marked: list[tuple[int, str]]
@@ -106,19 +99,22 @@ class _Section:
         self.entries_read = 0
         self.snapshots_read = 0
         self._snapshots: dict[str, tuple[str, bytes] | None] = {}  # read ahead, by file name
+        self.kept: dict[KeyRange, list[PageState]] = {}  # the states of each snapshot read, as it holds them
         self._asked: set[tuple[int, str]] = set()  # marked pages whose entries were read ahead
         self._entries: dict[tuple[int, str], PageState] = {}  # what that found
 
     def read_ahead(self, files: list[PublishedFile]) -> None:
         """Read the snapshots of ``files`` at once (each waits on one S3 round trip) and the marked pages' entries
         in one go, before ``load`` takes them one file at a time."""
-        found = self._pipeline.fan_out(lambda f: (f.name, self._pipeline.bucket.read_snapshot(f.name)), files)
-        self._snapshots.update(found)
+        self._snapshots.update(self._pipeline.fan_out(lambda f: (f.name, self._read_snapshot(f)), files))
         pages = [page for page in self._marked if any(f.key_range.contains(page[0]) for f in files)]
         self._asked.update(pages)
         if pages:
             found_entries = self._pipeline.store.entries_for(self.section, pages)
             self._entries.update(((state.key, state.url), state) for state in found_entries)
+
+    def _read_snapshot(self, published: PublishedFile) -> tuple[str, bytes] | None:
+        return unpack_block(self._pipeline.bucket.read_snapshot(published.name, published.snapshot))
 
     def load(self, region: KeyRange) -> None:
         """Read the manifest of ``region`` (ranges are nodes of one key tree: nested or disjoint). A region inside
@@ -162,7 +158,7 @@ class _Section:
         if published.name in self._snapshots:
             found = self._snapshots.pop(published.name)
         else:
-            found = self._pipeline.bucket.read_snapshot(published.name)
+            found = self._read_snapshot(published)
         if found is None or found[0] != snapshot_id(published.sha256, published.key_range):
             return None
         key_range = published.key_range
@@ -170,6 +166,7 @@ class _Section:
         if sum(1 for s in states if s.entry is not None) != published.url_count:
             return None  # not the file's pages: read the manifest
         self.snapshots_read += 1
+        self.kept[key_range] = states
         pages = [(key, url) for key, url in self._marked if key_range.contains(key)]
         if not pages:
             return states
@@ -264,17 +261,15 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     # The record that holds each name (one per range start): a put under a name first records its intent there.
     holders = {f.name: f for f in records if f.state != "unnamed" and f.name in names}
     as_of = to_micros(pipeline.clock())
-    jobs: list[tuple[KeyRange, list[PageState], PublishedFile | None]] = []
+    jobs: list[Job] = []
     for key_range in layout:
         old = by_range.get(key_range)
         if old is not None and not _holds_any(key_range, dirty_keys) and not old.unsettled:
             continue  # an unsettled file may hold other bytes (a crash after a put): it is rendered again
         jobs.append((key_range, data.states_in(key_range), old))
-    # Each file is rendered and put on its own (its intent record, snapshot and bytes): at once, each waiting
-    # on its S3 and DynamoDB round trips while the others render.
-    rendered = pipeline.fan_out(
-        lambda job: render_file(pipeline, section, job[0], job[1], job[2], holders, (version, seq, as_of)), jobs
-    )
+    # The files are rendered at once, their snapshots put in one object, then each file's intent record and
+    # bytes put at once, each waiting on its S3 and DynamoDB round trips.
+    rendered = publish_files(pipeline, section, jobs, holders, (version, seq, as_of), data.kept)
     fresh: list[PublishedFile] = []
     for (key_range, _, _), (record, put) in zip(jobs, rendered, strict=True):
         if put:
@@ -317,77 +312,19 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         )
         pipeline.notify_queue.send(*message)
     pipeline.fan_out(store.put_file, fresh)  # after the bytes exist: the index only ever names published files
+    fresh_at = {f.key_range.start for f in fresh}
+    for before in records:  # a file of an older stack, whose record named no block: its own snapshot is done
+        if before.snapshot is None and before.key_range.start in fresh_at:
+            bucket.delete_snapshot(before.name)
     if fresh or result.retired or dirty_keys or any(f.pending_index for f in live):
         # Fresh records are pending for the index; a retry after a crash finds them still pending, so the
         # index is always told. It names them and clears them.
         what = f"{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}"
         pipeline.index_queue.send(*section_index_request(section, seq, what, *index_window(pipeline)))
+    # The objects of snapshots the records replaced or deleted here named, if no record names them any more.
+    touched = {job[0].start for job in jobs} | {f.key_range.start for f in records if f.name in result.deleted}
+    collect_snapshots(pipeline, section, [f for f in records if f.key_range.start in touched], version)
     return result
-
-
-def render_file(
-    pipeline: Pipeline,
-    section: str,
-    key_range: KeyRange,
-    states: list[PageState],
-    old: PublishedFile | None,
-    holders: dict[str, PublishedFile],
-    stamp: tuple[int, int, int],
-) -> tuple[PublishedFile | None, bool]:
-    """Render one file from every state in its range (sorted by key and URL) and publish it if its bytes changed.
-    ``old``: the live record of this range; ``holders``: the record holding each name (updated here when an
-    intent is recorded); ``stamp``: the version of the bytes, the section sequence and the moment rendered. Returns
-    the record to write once every file is put (None: nothing changed) and whether bytes were put."""
-    bucket, store = pipeline.bucket, pipeline.store
-    version, seq, as_of = stamp
-    entries = [s.entry for s in states if s.entry is not None]
-    keys = [e.key for e in entries]
-    deleted = sorted((s.key, s.tombstone.deleted_us) for s in states if s.tombstone is not None)
-    lastmod = range_lastmod(keys, [e.lastmod_us for e in entries], deleted, key_range)
-    rendered = render_urlset(entries, as_of)
-    name = key_range.file_name(section)
-    # The states this file is rendered from, kept beside it (before its bytes and record): the next rebuild
-    # reads them and only the pages it is marked for. A crash before the record leaves a snapshot of other
-    # bytes than the record names, which is then not used.
-    bucket.write_snapshot(name, snapshot_id(rendered.sha256, key_range), b"".join(encode_state(s) for s in states))
-    if old is not None and not old.unsettled and old.sha256 == rendered.sha256 and old.lastmod_us == lastmod:
-        return None, False
-    put = old is None or old.unsettled or old.sha256 != rendered.sha256
-    holder = holders.get(name)
-    if put:  # the CDN may serve the bytes the name held before for its cache lifetime: the index needs both
-        before = holder if holder is not None and holder.state in ("live", "retiring") else old
-        published_us, prev_lastmod_us = as_of, (before.lastmod_us or PREV_UNDATED) if before is not None else 0
-    else:
-        assert old is not None
-        published_us, prev_lastmod_us = old.published_us, old.prev_lastmod_us
-    record = PublishedFile(
-        section,
-        key_range,
-        name,
-        rendered.sha256,
-        lastmod,
-        len(entries),
-        sum(e.size for e in entries),
-        seq,
-        news_until_us=rendered.news_until_us,
-        pending_index=True,
-        published_us=published_us,
-        prev_lastmod_us=prev_lastmod_us,
-    )
-    if put:
-        # Record the intent first: a crash after the put leaves neither an orphan nor a record whose
-        # digest no longer matches the bucket (which would let a later rebuild skip the file).
-        if holder is None:
-            store.put_file(replace(record, state="writing"))
-            holders[name] = replace(record, state="writing")
-        elif holder.state != "writing" and not holder.unsettled:
-            store.mark_unsettled(holder)
-            holders[name] = replace(holder, unsettled=True)
-        # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
-        bucket.publish(name, rendered.data, version * _RENDER_SCALE + as_of)
-        if pipeline.settings.text_sitemaps:  # written only when its URLs changed, not for a lastmod alone
-            bucket.publish(text_twin(name), render_text(e.url for e in entries), version * _RENDER_SCALE + as_of, True)
-    return record, put
 
 
 def _changed_urls(marks: list[DirtyMark], shown: dict[str, PageState]) -> dict[str, str]:

@@ -11,6 +11,8 @@ bucket's names in that slice's range.
 - A sitemap file, text sitemap or further index file that no record and no index names, written more than
   ``min_age_s`` ago (so never one a rebuild has just written), is deleted: no index names it, and none will (a
   text sitemap is named by its file's record while text sitemaps are on).
+- So is an object of rebuilds' snapshots that no file record names (its files were rendered again, or a crash
+  came before its records), in the run whose slice starts at the first name (the ``_state/`` names sort first).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sitemap_updater.core.messages import index_request, repair_message
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.render import is_further_index
 from sitemap_updater.core.sharding import INDEX_NAME, text_twin
+from sitemap_updater.core.snapshots import written_us as snapshots_written
 from sitemap_updater.service.index import UNSETTLED, published_indexes
 from sitemap_updater.service.pipeline import Pipeline
 
@@ -40,6 +43,7 @@ class Reconciliation:
     missing: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     stray: list[str] = field(default_factory=list)  # deleted: no record or index names them
+    dead_snapshots: list[str] = field(default_factory=list)  # deleted: no record names them
 
 
 def reconcile(
@@ -71,6 +75,7 @@ def reconcile(
     low = "" if turn == 0 or not part else part[0].name
     high = None if turn == runs - 1 or not part else part[-1].name
     known = {f.name for f in records} | set(published_indexes(recorded))
+    known |= {f.snapshot.key for f in records if f.snapshot is not None}
     if pipeline.settings.text_sitemaps:
         known |= {text_twin(f.name) for f in records}
     _delete_strays(pipeline, known, result, low, high, now - min_age_s * 1_000_000, repair)
@@ -114,12 +119,18 @@ def _delete_strays(
     before: int,
     repair: bool,
 ) -> None:
-    """Delete sitemap files and further index files in the name range (low, high] that nothing ``known`` names."""
+    """Delete sitemap files, further index files and objects of snapshots in the name range (low, high] that
+    nothing ``known`` names."""
     for name, written_us in pipeline.bucket.objects(start_after=low):
         if high is not None and name > high:
             break
-        ours = (name.startswith("sitemap-") and name.endswith((".xml.gz", ".txt"))) or is_further_index(name)
-        if ours and name not in known and written_us < before:
+        if name in known or written_us >= before:
+            continue
+        if snapshots_written(name) is not None:  # an object of snapshots no record names
+            if repair:
+                pipeline.bucket.delete(name)
+            result.dead_snapshots.append(name)
+        elif (name.startswith("sitemap-") and name.endswith((".xml.gz", ".txt"))) or is_further_index(name):
             if repair:
                 pipeline.bucket.delete(name)
                 pipeline.bucket.delete_snapshot(name)

@@ -1,0 +1,190 @@
+"""Publish the files a rebuild (or a bootstrap range) renders: their snapshots in one object, then each file's
+intent record and bytes; the caller writes the records once every file is put."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from sitemap_updater.core.entry import Entry
+from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile
+from sitemap_updater.core.moments import to_micros
+from sitemap_updater.core.records import encode_state
+from sitemap_updater.core.reduce import PageState
+from sitemap_updater.core.render import RenderedFile, render_text, render_urlset
+from sitemap_updater.core.sharding import KeyRange, range_lastmod, text_twin
+from sitemap_updater.core.snapshots import (
+    SnapshotRef,
+    blocks_at,
+    object_key,
+    pack_block,
+    section_prefix,
+    written_us,
+)
+from sitemap_updater.service.pipeline import Pipeline
+
+_RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000
+# The states rendered before their object is put: each file's gzip bytes and deflated snapshot stay in memory
+# until then (about 0.5 MB a file of 10,000 URLs), so a rebuild of more files puts one object per this many states.
+PART_STATES = 250_000
+# A Lambda function runs 15 minutes at most: once an object is older, whoever wrote it has ended, and no record
+# naming it is still to come.
+SNAPSHOT_GRACE_S = 900
+SWEEP_EVERY = 32  # one section rebuild in this many lists the section's snapshot objects
+
+Job = tuple[KeyRange, list[PageState], PublishedFile | None]  # a range, every state in it, its live record
+
+
+def snapshot_id(sha256: str, key_range: KeyRange) -> str:
+    """What a snapshot is the snapshot of: the file's bytes (their SHA-256) and its key range. Two ranges may share
+    a name (a file split in two keeps its start) and render the same bytes (the half left had no live page), yet
+    hold other tombstones, which move the range's lastmod: a snapshot of one is never taken for the other."""
+    return f"{sha256}:{key_range.start:x}:{key_range.depth}"
+
+
+@dataclass(slots=True)
+class _Rendered:
+    key_range: KeyRange
+    entries: list[Entry]
+    rendered: RenderedFile
+    lastmod: int
+    old: PublishedFile | None
+    block: bytes | None  # None: the file's snapshot is the one its record names already
+
+
+def publish_files(
+    pipeline: Pipeline,
+    section: str,
+    jobs: Sequence[Job],
+    holders: dict[str, PublishedFile],
+    stamp: tuple[int, int, int],
+    kept: dict[KeyRange, list[PageState]] | None = None,
+) -> list[tuple[PublishedFile | None, bool]]:
+    """Render each job's file and publish it if its bytes changed: the snapshots of the files rendered go into
+    one object, put before any record names them. ``holders``: the record holding each name (updated here when an
+    intent is recorded); ``stamp``: the version of the bytes, the section sequence and the moment rendered;
+    ``kept``: the states each file's current snapshot holds, where it was read. Returns, per job, the record to
+    write once every file is put (None: nothing to write) and whether bytes were put."""
+    results: list[tuple[PublishedFile | None, bool]] = []
+    start, part = 0, 0
+    while start < len(jobs):
+        end, states = start + 1, len(jobs[start][1])
+        while end < len(jobs) and states + len(jobs[end][1]) <= PART_STATES:
+            states += len(jobs[end][1])
+            end += 1
+        rendered = pipeline.fan_out(lambda job: _render(job, stamp[2], kept or {}), jobs[start:end])
+        blocks = [r.block for r in rendered if r.block is not None]
+        refs: list[SnapshotRef] = []
+        if blocks:
+            # Before the records: none ever names an object that is not there. A crash before the records
+            # leaves an object nothing names, which a later sweep deletes.
+            key = object_key(section, to_micros(pipeline.clock()), stamp[0], part)
+            pipeline.bucket.write_snapshots(key, blocks)
+            refs = blocks_at(key, blocks)
+            part += 1
+        at = iter(refs)
+        placed = [(r, next(at) if r.block is not None else None) for r in rendered]
+        results += pipeline.fan_out(lambda item: _publish(pipeline, section, *item, holders, stamp), placed)
+        start = end
+    return results
+
+
+def _render(job: Job, as_of: int, kept: dict[KeyRange, list[PageState]]) -> _Rendered:
+    key_range, states, old = job
+    entries = [s.entry for s in states if s.entry is not None]
+    deleted = sorted((s.key, s.tombstone.deleted_us) for s in states if s.tombstone is not None)
+    lastmod = range_lastmod([e.key for e in entries], [e.lastmod_us for e in entries], deleted, key_range)
+    rendered = render_urlset(entries, as_of)
+    unchanged = _unchanged(old, rendered.sha256, lastmod)
+    if unchanged and kept.get(key_range) == states:
+        block = None  # its record names a snapshot of these very states
+    else:
+        block = pack_block(snapshot_id(rendered.sha256, key_range), b"".join(encode_state(s) for s in states))
+    return _Rendered(key_range, entries, rendered, lastmod, old, block)
+
+
+def _unchanged(old: PublishedFile | None, sha256: str, lastmod: int) -> bool:
+    return old is not None and not old.unsettled and old.sha256 == sha256 and old.lastmod_us == lastmod
+
+
+def _publish(
+    pipeline: Pipeline,
+    section: str,
+    done: _Rendered,
+    snapshot: SnapshotRef | None,
+    holders: dict[str, PublishedFile],
+    stamp: tuple[int, int, int],
+) -> tuple[PublishedFile | None, bool]:
+    bucket, store = pipeline.bucket, pipeline.store
+    version, seq, as_of = stamp
+    key_range, rendered, old = done.key_range, done.rendered, done.old
+    name = key_range.file_name(section)
+    if _unchanged(old, rendered.sha256, done.lastmod):
+        assert old is not None
+        if snapshot is not None:  # the same bytes from other states (say, a rank): the record names them now
+            store.put_file(replace(old, snapshot=snapshot))
+            _forget_legacy(pipeline, old)
+        return None, False
+    put = old is None or old.unsettled or old.sha256 != rendered.sha256
+    holder = holders.get(name)
+    if put:  # the CDN may serve the bytes the name held before for its cache lifetime: the index needs both
+        before = holder if holder is not None and holder.state in ("live", "retiring") else old
+        published_us, prev_lastmod_us = as_of, (before.lastmod_us or PREV_UNDATED) if before is not None else 0
+    else:
+        assert old is not None
+        published_us, prev_lastmod_us = old.published_us, old.prev_lastmod_us
+    entries = done.entries
+    record = PublishedFile(
+        section,
+        key_range,
+        name,
+        rendered.sha256,
+        done.lastmod,
+        len(entries),
+        sum(e.size for e in entries),
+        seq,
+        news_until_us=rendered.news_until_us,
+        pending_index=True,
+        published_us=published_us,
+        prev_lastmod_us=prev_lastmod_us,
+        snapshot=snapshot,  # a block is written for every file whose record changes
+    )
+    if put:
+        # Record the intent first: a crash after the put leaves neither an orphan nor a record whose
+        # digest no longer matches the bucket (which would let a later rebuild skip the file).
+        if holder is None:
+            store.put_file(replace(record, state="writing"))
+            holders[name] = replace(record, state="writing")
+        elif holder.state != "writing" and not holder.unsettled:
+            store.mark_unsettled(holder)
+            holders[name] = replace(holder, unsettled=True)
+        # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
+        bucket.publish(name, rendered.data, version * _RENDER_SCALE + as_of)
+        if pipeline.settings.text_sitemaps:  # written only when its URLs changed, not for a lastmod alone
+            bucket.publish(text_twin(name), render_text(e.url for e in entries), version * _RENDER_SCALE + as_of, True)
+    return record, put
+
+
+def _forget_legacy(pipeline: Pipeline, old: PublishedFile) -> None:
+    """Delete the per-file snapshot of an older stack once the file's record names a block instead."""
+    if old.snapshot is None:
+        pipeline.bucket.delete_snapshot(old.name)
+
+
+def collect_snapshots(pipeline: Pipeline, section: str, before: list[PublishedFile], version: int) -> list[str]:
+    """Delete the snapshot objects of ``section`` that no file record names, written more than
+    ``SNAPSHOT_GRACE_S`` ago: those ``before`` (the records a rebuild replaced or deleted, as it read them)
+    named, and in one rebuild of ``SWEEP_EVERY`` every one under the section's prefix (which finds those a crash
+    left before any record named them). Returns the keys deleted."""
+    oldest = to_micros(pipeline.clock()) - SNAPSHOT_GRACE_S * 1_000_000
+    candidates = {f.snapshot.key for f in before if f.snapshot is not None}
+    if version % SWEEP_EVERY == 0:
+        candidates.update(pipeline.bucket.names(section_prefix(section)))
+    old = {key for key in candidates if (at := written_us(key)) is not None and at <= oldest}
+    if not old:
+        return []
+    named = {f.snapshot.key for f in pipeline.store.files(section) if f.snapshot is not None}
+    dead = sorted(old - named)
+    for key in dead:
+        pipeline.bucket.delete(key)
+    return dead
