@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from sitemap_updater.core.messages import read_rebuild_request
+from sitemap_updater.core.messages import DirtyMark, read_rebuild_request
 from sitemap_updater.core.snapshots import STATE_PREFIX, legacy_key
 from sitemap_updater.service.publish import SNAPSHOT_GRACE_S, SWEEP_EVERY
-from sitemap_updater.service.rebuild import rebuild_sections
+from sitemap_updater.service.rebuild import rebuild_section, rebuild_sections
 from sitemap_updater.service.reconcile import reconcile
 from tests.unit.test_recovery import NOW, Stack, crash, page
 
@@ -212,3 +212,19 @@ def test_a_rebuild_of_more_states_than_one_object_holds_puts_several_each_file_r
         stack.send(page(f"p{i}", version=2, priority=0.4))
     [done] = _rebuild(stack)
     assert done.snapshots_read == len(records) and done.entries_read == 12
+
+
+def test_a_file_rendered_again_from_the_same_states_keeps_its_block_and_the_object_holding_it() -> None:
+    # Given a section of one file, written long ago
+    stack = Stack(max_urls=50)
+    _site(stack)
+    [first] = _snapshot_objects(stack)
+    [record] = [f for f in stack.store.files() if f.section == "blog"]
+    _at(stack, NOW + timedelta(seconds=SNAPSHOT_GRACE_S + 1))
+    puts = _calls(stack, "put_object")
+    # When a rebuild renders one file again from the very states its snapshot holds (say, its news expired)
+    done = rebuild_section(stack.pipeline, "blog", [DirtyMark("blog", key=record.key_range.start)])
+    # Then nothing is put, its record still names its block, and the object holding it stays
+    assert (done.put, done.snapshots_read, puts) == ([], 1, [])
+    assert next(f for f in stack.store.files() if f.name == record.name).snapshot == record.snapshot
+    assert first in stack.s3.objects

@@ -171,15 +171,19 @@ def _forget_legacy(pipeline: Pipeline, old: PublishedFile) -> None:
         pipeline.bucket.delete_snapshot(old.name)
 
 
-def collect_snapshots(pipeline: Pipeline, section: str, before: list[PublishedFile], version: int) -> list[str]:
+def collect_snapshots(
+    pipeline: Pipeline, section: str, before: list[PublishedFile], untouched: list[PublishedFile], version: int
+) -> list[str]:
     """Delete the snapshot objects of ``section`` that no file record names, written more than
     ``SNAPSHOT_GRACE_S`` ago: those ``before`` (the records a rebuild replaced or deleted, as it read them)
     named, and in one rebuild of ``SWEEP_EVERY`` every one under the section's prefix (which finds those a crash
-    left before any record named them). Returns the keys deleted."""
+    left before any record named them). The ``untouched`` records still name theirs; whether any other record
+    does, the section's records read again say. Returns the keys deleted."""
     oldest = to_micros(pipeline.clock()) - SNAPSHOT_GRACE_S * 1_000_000
     candidates = {f.snapshot.key for f in before if f.snapshot is not None}
     if version % SWEEP_EVERY == 0:
         candidates.update(pipeline.bucket.names(section_prefix(section)))
+    candidates -= {f.snapshot.key for f in untouched if f.snapshot is not None}
     old = {key for key in candidates if (at := written_us(key)) is not None and at <= oldest}
     if not old:
         return []

@@ -323,7 +323,8 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         pipeline.index_queue.send(*section_index_request(section, seq, what, *index_window(pipeline)))
     # The objects of snapshots the records replaced or deleted here named, if no record names them any more.
     touched = {job[0].start for job in jobs} | {f.key_range.start for f in records if f.name in result.deleted}
-    collect_snapshots(pipeline, section, [f for f in records if f.key_range.start in touched], version)
+    replaced = [f for f in records if f.key_range.start in touched]
+    collect_snapshots(pipeline, section, replaced, [f for f in records if f.key_range.start not in touched], version)
     return result
 
 
