@@ -47,8 +47,8 @@ def findings(data: dict[str, Any]) -> list[str]:
     rru = _per_event(busy, "IngestFunction", "rru")
     ingest_ddb = wru * cost.DDB_WRU * PER_M + rru * cost.DDB_RRU * PER_M
     notify_ddb = per_million(data, busy, "NotifyFunction")["DynamoDB"]
-    puts = {s["label"]: s["functions"].get("RebuildShardFunction", {}).get("s3", {}).get("PUT", 0) / 2 / s["events"]
-            for s in costs}  # fmt: skip
+    puts = {s["label"]: sum(n for name, n in s["puts"].items() if name.endswith(".xml.gz")) / s["events"]
+            for s in costs}  # fmt: skip  # sitemap files rewritten per event
     index_calls = _per_event(steady, "RebuildIndexFunction", "invocations")
     index_bill = per_million(data, steady, "RebuildIndexFunction")["total"]
     shard = per_million(data, steady, "RebuildShardFunction")
@@ -105,50 +105,56 @@ def findings(data: dict[str, Any]) -> list[str]:
         "(about $7 a month whatever the traffic; CloudWatch's free tier of 10 metrics, 10 alarms and 3 "
         "dashboards would cover the first).",
         "",
-        "Changes to the service code, with what each saves (per million events, from the counts above):",
+        'Done on 2026-11-25 (measured in the table above; "previous" is the run before them): ingest writes the '
+        "page state and the entry with two conditional PutItems instead of a transaction (4.1 write units an event "
+        "became 2.1); a section rebuild puts one object holding the snapshots of all its files instead of one per "
+        "file; a busy section is paced (`RebuildPaceSeconds`). Earlier that day: no sequence bump in ingest (2 write "
+        "units), an outbox per ingest batch instead of a `pending` index on every page state (about 2.9), index "
+        "requests deduplicated per half cache lifetime.",
         "",
-        f"1. **Ingest without the sequence bump** (done 2026-11-25: the rebuild's own number, `next_rebuild`, "
-        f"versions the bytes): 2 write units, ${2 * cost.DDB_WRU * PER_M:.2f} in every scenario.",
-        f"2. **An outbox instead of `pending` on every page state** (done 2026-11-25): one item per ingest batch "
-        f"naming its URLs, written before its first change and deleted after the sends, found by the sweep with one "
-        f"Query: 3 write units per event became about 0.1 at 100-event batches, ${2.9 * cost.DDB_WRU * PER_M:.2f}.",
-        f"3. **One index run per cache lifetime** instead of per half lifetime (done: requests deduplicated per "
-        f"half lifetime, see above): from {index_calls:.2f} to about 0.2 runs per event at one event per second, "
-        f"about ${index_bill * (1 - min(1.0, 0.2 / max(index_calls, 1e-9))):.2f}, at the price of less margin for "
-        "clocks that differ.",
-        "4. **No snapshot at all**: rebuild the states from the published file (its entries are the rendered "
-        "bytes; the range's newest tombstone moment can live in the file record), saving the rebuild's snapshot "
-        "PUT and one GET per rewritten file (against our rule that nothing is cut back out of rendered bytes; "
-        "one object per rebuild has held the snapshots since 2026-11-25), the GETs alone: "
-        + ", ".join(f"${v * cost.S3_PRICE['GET'] * PER_M:.2f} at {k}" for k, v in puts.items())
+        "What would still bring each scenario down (per million events, from the counts above):",
+        "",
+        f"1. **No `sent#` read and write per announced URL** in notify: ${notify_ddb:.2f} at 50 events/s. The "
+        "write records when IndexNow last took the URL, for its once-per-window rule and against announcing a "
+        "content twice. One way: ingest, which reads and writes the page state anyway, keeps in it when the URL "
+        "may next be announced (the window counted from its previous change's earliest announcement), the rebuild "
+        "passes that moment on in the change record, and notify holds only the URLs whose moment is still to come "
+        "(flapping pages), recording each change record once instead of each URL.",
+        "2. **One item per page in the common case**: an update that stays in its section writes only its entry, "
+        "conditional on the entry's rank, and not the page state. Safe only with a compare-and-swap on the entry "
+        "too (an update racing a move could otherwise leave the page live in both sections), the newest rank "
+        "being the larger of the state's and the entry's, and a way for a redelivery to find its batch's outbox "
+        "without the state: about 1.2 write units an event, "
+        f"${max(0.0, wru - _TARGET_WRU) * cost.DDB_WRU * PER_M:.2f} at 50 events/s.",
+        "3. **One intent item per section rebuild** instead of marking each file's record unsettled before its "
+        "put (the next rebuild reads the one item): one write unit less per rewritten file, "
+        + ", ".join(f"${v * cost.DDB_WRU * PER_M:.2f} at {k}" for k, v in puts.items())
         + ".",
-        f"5. **The CMS batches its sends** (`SendMessageBatch`, 10 a request): "
+        f"4. **One index run per cache lifetime** instead of per half lifetime: from {index_calls:.2f} to about 0.2 "
+        f"runs per event at one event per second, about "
+        f"${index_bill * (1 - min(1.0, 0.2 / max(index_calls, 1e-9))):.2f}, at the price of less margin for clocks "
+        "that differ.",
+        f"5. **The CMS batches its sends** (`SendMessageBatch`, 10 a request; the CMS's cost, not the stack's): "
         f"${0.9 * cost.SQS_PRICE['standard'] * PER_M:.2f}, and the ingest event source's receives shrink the same way.",
         "6. **The rebuild function at 512 MB** instead of 1,024: CPU-bound time doubles but costs the same GB-s, "
         "and the half of its time spent waiting on S3 and DynamoDB costs half: "
         + ", ".join(f"${_half_memory(data, s):.2f} at {s['label']}" for s in costs)
         + ".",
-        f"7. **No `sent#` read and write per announced URL** in notify (IndexNow's own deduplication, or one item "
-        f"per change record): ${notify_ddb:.2f}.",
-        "8. **One item per page in the common case**: the manifest entry carries the rank and is written with a "
-        "conditional PutItem (its key follows from the URL and the event's section), so an update that stays in "
-        "its section is one read and one write unit instead of two conditional puts; the page-state item is "
-        "needed only for a page's first event and for a move between sections. That leaves about 1.2 write units "
-        f"an event: ${max(0.0, wru - _TARGET_WRU) * cost.DDB_WRU * PER_M:.2f} more.",
     ]
     lines += [
         "",
         "What each scenario would come to (estimated by taking out the units each change removes; measured again "
         "once a change lands):",
         "",
-        "| scenario | now | after 1-8 | largest line now |",
+        "| scenario | now | after 1-6 | largest line now |",
         "|---|---:|---:|---|",
     ]
     under: list[str] = []
     for scenario in costs:
         label, bill = scenario["label"], bills[scenario["label"]]
-        saved = max(0.0, wru - _TARGET_WRU) * cost.DDB_WRU * PER_M + 0.9 * cost.SQS_PRICE["standard"] * PER_M
-        saved += puts[label] * (cost.S3_PRICE["PUT"] + cost.S3_PRICE["GET"]) * PER_M
+        own_wru = _per_event(scenario, "IngestFunction", "wru")
+        saved = max(0.0, own_wru - _TARGET_WRU) * cost.DDB_WRU * PER_M + 0.9 * cost.SQS_PRICE["standard"] * PER_M
+        saved += puts[label] * cost.DDB_WRU * PER_M
         calls = _per_event(scenario, "RebuildIndexFunction", "invocations")
         index = per_million(data, scenario, "RebuildIndexFunction")["total"]
         saved += index * max(0.0, 1 - 0.2 / calls) if calls > 0.2 else 0.0
@@ -171,7 +177,7 @@ def findings(data: dict[str, Any]) -> list[str]:
         + (f"; {' and '.join(over)} would not." if over else ".")
         + f" At one event per second the floor is the rewrites: spread over {files:,} files, even a coalescing "
         f"window of {window} s per section (the whole freshness budget) leaves {touched:.2f} files rewritten per "
-        f"event, and each rewrite is at least a PUT and a HEAD: ${floor:.2f} per million, plus ingest after 1-8 "
+        f"event, and each rewrite is at least a PUT and a HEAD: ${floor:.2f} per million, plus ingest after 1-6 "
         f"(${ingest_after:.2f}), the fixed costs (${fixed_total:.2f}) and the rebuild's Lambda time (about "
         f"${shard['Lambda'] / max(puts[steady['label']], 1e-9):.2f} per million rewrites today). Under $5 at one "
         "event per second needs a file rewritten for several events, which a 60 s freshness goal does not allow "
