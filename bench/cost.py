@@ -75,8 +75,7 @@ BEFORE = {
     "50 events/s": {"Lambda": 2.16, "SQS": 1.20, "DynamoDB": 58.90, "S3": 0.69, "CloudFront": 639.96, "total": 702.91},
 }
 BEFORE_DATE = "2026-11-22"
-# The last measurement before busy sections were paced and a rebuild's snapshots went into one object (earlier on
-# 2026-11-25, commit 668c02d).
+# The last measurement before the changes PREVIOUS_NOTE names (earlier on 2026-11-25, commit 668c02d).
 PREVIOUS = {
     "1 event/s": {"Lambda": 3.92, "SQS": 3.43, "DynamoDB": 7.11, "S3": 10.71, "CloudFront": 1.61, "CloudWatch": 2.62,
                   "total": 29.40},
@@ -86,7 +85,10 @@ PREVIOUS = {
                                       "CloudWatch": 0.01, "total": 4.51},
 }  # fmt: skip
 PREVIOUS_DATE = "2026-11-25"
-PREVIOUS_NOTE = "earlier that day, before busy sections were paced and a rebuild's snapshots went into one object"
+PREVIOUS_NOTE = (
+    "earlier that day, before ingest's two conditional puts replaced its transaction, busy sections were paced and "
+    "a rebuild's snapshots went into one object"
+)
 
 
 def cpu_scale(memory_mb: int) -> float:
