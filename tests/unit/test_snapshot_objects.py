@@ -103,15 +103,22 @@ def test_the_next_rebuild_reads_only_its_file_s_block_and_renders_what_the_manif
     assert _files(stack) == _files(bare)
 
 
-def test_a_crash_after_the_snapshot_put_leaves_an_object_that_a_later_sweep_deletes() -> None:
-    # Given a site, and a rebuild that dies right after putting its snapshots (before any record names them)
+def _orphaned() -> tuple[Stack, str]:
+    """A site whose rebuild died right after putting its snapshots; its retry put another object, which its
+    records name: the stack and the object nothing names."""
     stack = Stack(max_urls=2)
     _site(stack)
     stack.send(page("p3", version=2, priority=0.4))
     with crash(stack.pipeline.bucket, "write_snapshots", after=True) as hits:
         stack.until(hits)
-    stack.drain()  # its retry puts another object, which its records name
+    stack.drain()
     [orphan] = _snapshot_objects(stack) - _named(stack)
+    return stack, orphan
+
+
+def test_a_crash_after_the_snapshot_put_leaves_an_object_that_a_later_sweep_deletes() -> None:
+    # Given a site, and a rebuild that dies right after putting its snapshots (before any record names them)
+    stack, orphan = _orphaned()
     # When the section is rebuilt by the rebuild that lists the section's objects, first at once, then long after
     _sweeping_rebuild(stack, page("p5", version=2, priority=0.3))
     assert orphan in stack.s3.objects  # its writer may still be on its way to its records
@@ -132,13 +139,7 @@ def _sweeping_rebuild(stack: Stack, event: dict[str, Any]) -> None:
 
 
 def test_reconcile_deletes_objects_of_snapshots_no_record_names_and_keeps_the_others() -> None:
-    stack = Stack(max_urls=2)
-    _site(stack)
-    stack.send(page("p3", version=2, priority=0.4))
-    with crash(stack.pipeline.bucket, "write_snapshots", after=True) as hits:
-        stack.until(hits)
-    stack.drain()
-    [orphan] = _snapshot_objects(stack) - _named(stack)
+    stack, orphan = _orphaned()
     named = _named(stack)
     assert not reconcile(stack.pipeline).dead_snapshots  # written just now: a writer may still be on its way
     _at(stack, NOW + timedelta(hours=2))
