@@ -27,7 +27,8 @@ from botocore.exceptions import ClientError
 
 from bench.cost import LATENCY_S, PLATFORM_LOG_BYTES
 from bench.usage import LogSink, Usage
-from sitemap_updater.adapters.manifest import ManifestStore, _file_item
+from sitemap_updater.adapters.file_records import file_item
+from sitemap_updater.adapters.manifest import ManifestStore
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.pages import PageFields, PageRecord, PageWrite
 from sitemap_updater.core.records import encode_state
@@ -188,7 +189,7 @@ class Meter:
         return [manifest_item_size(section, s.key, s.url, len(encode_state(s))) for s in states]
 
     def _file_size(self, published: PublishedFile | None) -> int:
-        return 0 if published is None else item_size(_file_item(published))
+        return 0 if published is None else item_size(file_item(published))
 
     def _rules(self) -> dict[str, tuple[str, Callable[..., Charge]]]:
         """For each FakeStore method: the DynamoDB operation it stands for, and, given the call's arguments and

@@ -1,4 +1,5 @@
-"""DynamoDB: page states, per-section manifests, published-file records and sequence counters.
+"""DynamoDB: page states, per-section manifests and sequence counters; the published-file records are in
+``file_records`` (one class of both).
 
 One table, keys ``pk`` (partition) and ``sk`` (sort):
 
@@ -28,12 +29,14 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from sitemap_updater.adapters.backoff import Backoff
-from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.adapters.dynamo_values import conditional as _conditional
+from sitemap_updater.adapters.dynamo_values import n as _n
+from sitemap_updater.adapters.dynamo_values import s as _s
+from sitemap_updater.adapters.file_records import FileRecords
 from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
-from sitemap_updater.core.snapshots import SnapshotRef
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -45,14 +48,6 @@ _PARKED = "parked"
 
 class StillUnprocessed(RuntimeError):
     """DynamoDB left batch items unprocessed (throughput) on every attempt; the caller's message is retried."""
-
-
-def _s(value: str) -> dict[str, Any]:
-    return {"S": value}
-
-
-def _n(value: int) -> dict[str, Any]:
-    return {"N": str(value)}
 
 
 # DynamoDB's key limits ("Constraints in Amazon DynamoDB", developer guide: partition key values at most 2,048
@@ -86,7 +81,7 @@ def entry_sort_key(key: int, url: str) -> str:
     return f"{key:016x}#{url_id(url)}"
 
 
-class ManifestStore:
+class ManifestStore(FileRecords):
     """All DynamoDB access of the pipeline."""
 
     def __init__(self, client: DynamoDBClient, table: str, sleep: Callable[[float], None] = time.sleep) -> None:
@@ -280,83 +275,6 @@ class ManifestStore:
                 if attempt == self._unprocessed.attempts:
                     raise StillUnprocessed(f"batch_get_item left keys unprocessed {attempt} times")
                 self._unprocessed.pause(attempt)
-
-    # --- published files ----------------------------------------------------------------------------
-    def files(self, section: str | None = None) -> list[PublishedFile]:
-        """Published-file records, of one section or of all."""
-        condition = "pk = :pk"
-        values: dict[str, Any] = {":pk": _s(_FILES)}
-        if section is not None:
-            condition += " AND begins_with(sk, :section)"
-            values[":section"] = _s(f"{section}#")
-        found: list[PublishedFile] = []
-        for page in self._client.get_paginator("query").paginate(
-            TableName=self.table,
-            KeyConditionExpression=condition,
-            ExpressionAttributeValues=values,
-            ConsistentRead=True,
-        ):
-            found.extend(_file_from_item(item) for item in page.get("Items", []))
-        return [f for f in found if section is None or f.section == section]
-
-    def put_file(self, published: PublishedFile) -> None:
-        self._client.put_item(TableName=self.table, Item=_file_item(published))
-
-    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0) -> bool:
-        """Change a file record's state only if it is still ``from_state`` with the same content; moving it to
-        ``unnamed`` records when (``at_us``)."""
-        return _conditional(
-            lambda: self._client.update_item(
-                TableName=self.table,
-                Key=_file_key(published),
-                UpdateExpression="SET #state = :to, unnamed_us = :at",
-                ConditionExpression="#state = :from AND sha256 = :sha",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={
-                    ":to": _s(to_state),
-                    ":from": _s(from_state),
-                    ":sha": _s(published.sha256),
-                    ":at": _n(at_us),
-                },
-            )
-        )
-
-    def mark_unsettled(self, published: PublishedFile) -> None:
-        """New bytes are about to be put under this record's name: until the record is rewritten, the bucket
-        may hold either, so no rebuild may skip the file because its content looks unchanged."""
-        _conditional(
-            lambda: self._client.update_item(
-                TableName=self.table,
-                Key=_file_key(published),
-                UpdateExpression="SET unsettled = :true",
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":true": {"BOOL": True}},
-            )
-        )
-
-    def clear_pending_index(self, published: PublishedFile) -> bool:
-        """The index has named this file and its path was invalidated (if it still has the same content)."""
-        return _conditional(
-            lambda: self._client.update_item(
-                TableName=self.table,
-                Key=_file_key(published),
-                UpdateExpression="SET pending_index = :false",
-                ConditionExpression="sha256 = :sha",
-                ExpressionAttributeValues={":false": {"BOOL": False}, ":sha": _s(published.sha256)},
-            )
-        )
-
-    def delete_file(self, published: PublishedFile, state: str) -> bool:
-        """Delete a file record only if it is still in ``state``."""
-        return _conditional(
-            lambda: self._client.delete_item(
-                TableName=self.table,
-                Key=_file_key(published),
-                ConditionExpression="#state = :state",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":state": _s(state)},
-            )
-        )
 
     # --- notifications ------------------------------------------------------------------------------
     def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
@@ -572,65 +490,4 @@ def page_record(url: str, item: dict[str, Any]) -> PageRecord:
         moved_from=item.get("moved_from", {}).get("S", ""),
         outbox=item.get("outbox", {}).get("S", ""),
         entry_rank=item.get("entry_rank", item["rank"])["S"],
-    )
-
-
-def _conditional(operation: Callable[[], object]) -> bool:
-    """Run a conditional write; False when its condition did not hold."""
-    try:
-        operation()
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
-
-
-def _file_key(published: PublishedFile) -> dict[str, Any]:
-    return {"pk": _s(_FILES), "sk": _s(f"{published.section}#{published.key_range.start:016x}")}
-
-
-def _file_item(published: PublishedFile) -> dict[str, Any]:
-    r = published.key_range
-    return {
-        **_file_key(published),
-        "section": _s(published.section),
-        "start": _n(r.start),
-        "end": _n(r.end),
-        "depth": _n(r.depth),
-        "name": _s(published.name),
-        "sha256": _s(published.sha256),
-        "lastmod_us": _n(published.lastmod_us),
-        "url_count": _n(published.url_count),
-        "entry_bytes": _n(published.entry_bytes),
-        "seq": _n(published.seq),
-        "state": _s(published.state),
-        "news_until_us": _n(published.news_until_us),
-        "pending_index": {"BOOL": published.pending_index},
-        "unsettled": {"BOOL": published.unsettled},
-        "published_us": _n(published.published_us),
-        "prev_lastmod_us": _n(published.prev_lastmod_us),
-        "unnamed_us": _n(published.unnamed_us),
-        **({"snapshot": _s(published.snapshot.encode())} if published.snapshot is not None else {}),
-    }
-
-
-def _file_from_item(item: dict[str, Any]) -> PublishedFile:
-    return PublishedFile(
-        section=item["section"]["S"],
-        key_range=KeyRange(int(item["start"]["N"]), int(item["end"]["N"]), int(item["depth"]["N"])),
-        name=item["name"]["S"],
-        sha256=item["sha256"]["S"],
-        lastmod_us=int(item["lastmod_us"]["N"]),
-        url_count=int(item["url_count"]["N"]),
-        entry_bytes=int(item["entry_bytes"]["N"]),
-        seq=int(item["seq"]["N"]),
-        state=item["state"]["S"],
-        news_until_us=int(item.get("news_until_us", {}).get("N", "0")),
-        pending_index=item.get("pending_index", {}).get("BOOL", False),
-        unsettled=item.get("unsettled", {}).get("BOOL", False),
-        published_us=int(item.get("published_us", {}).get("N", "0")),
-        prev_lastmod_us=int(item.get("prev_lastmod_us", {}).get("N", "0")),
-        unnamed_us=int(item.get("unnamed_us", {}).get("N", "0")),
-        snapshot=SnapshotRef.decode(item["snapshot"]["S"]) if "snapshot" in item else None,
     )

@@ -1,0 +1,152 @@
+"""DynamoDB: the published-file records (partition ``files``, sort key ``<section>#<range start as 16 hex>``):
+range, sha256, lastmod, counts, state, the block of its snapshot. Part of ``ManifestStore``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sitemap_updater.adapters.dynamo_values import conditional as _conditional
+from sitemap_updater.adapters.dynamo_values import n as _n
+from sitemap_updater.adapters.dynamo_values import s as _s
+from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.sharding import KeyRange
+from sitemap_updater.core.snapshots import SnapshotRef
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_FILES = "files"
+
+
+class FileRecords:
+    """The published-file records; the store's client and table are its own."""
+
+    _client: DynamoDBClient
+    table: str
+
+    def files(self, section: str | None = None) -> list[PublishedFile]:
+        """Published-file records, of one section or of all."""
+        condition = "pk = :pk"
+        values: dict[str, Any] = {":pk": _s(_FILES)}
+        if section is not None:
+            condition += " AND begins_with(sk, :section)"
+            values[":section"] = _s(f"{section}#")
+        found: list[PublishedFile] = []
+        for page in self._client.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeValues=values,
+            ConsistentRead=True,
+        ):
+            found.extend(_file_from_item(item) for item in page.get("Items", []))
+        return [f for f in found if section is None or f.section == section]
+
+    def put_file(self, published: PublishedFile) -> None:
+        self._client.put_item(TableName=self.table, Item=file_item(published))
+
+    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0) -> bool:
+        """Change a file record's state only if it is still ``from_state`` with the same content; moving it to
+        ``unnamed`` records when (``at_us``)."""
+        return _conditional(
+            lambda: self._client.update_item(
+                TableName=self.table,
+                Key=_file_key(published),
+                UpdateExpression="SET #state = :to, unnamed_us = :at",
+                ConditionExpression="#state = :from AND sha256 = :sha",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={
+                    ":to": _s(to_state),
+                    ":from": _s(from_state),
+                    ":sha": _s(published.sha256),
+                    ":at": _n(at_us),
+                },
+            )
+        )
+
+    def mark_unsettled(self, published: PublishedFile) -> None:
+        """New bytes are about to be put under this record's name: until the record is rewritten, the bucket
+        may hold either, so no rebuild may skip the file because its content looks unchanged."""
+        _conditional(
+            lambda: self._client.update_item(
+                TableName=self.table,
+                Key=_file_key(published),
+                UpdateExpression="SET unsettled = :true",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":true": {"BOOL": True}},
+            )
+        )
+
+    def clear_pending_index(self, published: PublishedFile) -> bool:
+        """The index has named this file and its path was invalidated (if it still has the same content)."""
+        return _conditional(
+            lambda: self._client.update_item(
+                TableName=self.table,
+                Key=_file_key(published),
+                UpdateExpression="SET pending_index = :false",
+                ConditionExpression="sha256 = :sha",
+                ExpressionAttributeValues={":false": {"BOOL": False}, ":sha": _s(published.sha256)},
+            )
+        )
+
+    def delete_file(self, published: PublishedFile, state: str) -> bool:
+        """Delete a file record only if it is still in ``state``."""
+        return _conditional(
+            lambda: self._client.delete_item(
+                TableName=self.table,
+                Key=_file_key(published),
+                ConditionExpression="#state = :state",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":state": _s(state)},
+            )
+        )
+
+
+def _file_key(published: PublishedFile) -> dict[str, Any]:
+    return {"pk": _s(_FILES), "sk": _s(f"{published.section}#{published.key_range.start:016x}")}
+
+
+def file_item(published: PublishedFile) -> dict[str, Any]:
+    """The item of a published-file record."""
+    r = published.key_range
+    return {
+        **_file_key(published),
+        "section": _s(published.section),
+        "start": _n(r.start),
+        "end": _n(r.end),
+        "depth": _n(r.depth),
+        "name": _s(published.name),
+        "sha256": _s(published.sha256),
+        "lastmod_us": _n(published.lastmod_us),
+        "url_count": _n(published.url_count),
+        "entry_bytes": _n(published.entry_bytes),
+        "seq": _n(published.seq),
+        "state": _s(published.state),
+        "news_until_us": _n(published.news_until_us),
+        "pending_index": {"BOOL": published.pending_index},
+        "unsettled": {"BOOL": published.unsettled},
+        "published_us": _n(published.published_us),
+        "prev_lastmod_us": _n(published.prev_lastmod_us),
+        "unnamed_us": _n(published.unnamed_us),
+        **({"snapshot": _s(published.snapshot.encode())} if published.snapshot is not None else {}),
+    }
+
+
+def _file_from_item(item: dict[str, Any]) -> PublishedFile:
+    return PublishedFile(
+        section=item["section"]["S"],
+        key_range=KeyRange(int(item["start"]["N"]), int(item["end"]["N"]), int(item["depth"]["N"])),
+        name=item["name"]["S"],
+        sha256=item["sha256"]["S"],
+        lastmod_us=int(item["lastmod_us"]["N"]),
+        url_count=int(item["url_count"]["N"]),
+        entry_bytes=int(item["entry_bytes"]["N"]),
+        seq=int(item["seq"]["N"]),
+        state=item["state"]["S"],
+        news_until_us=int(item.get("news_until_us", {}).get("N", "0")),
+        pending_index=item.get("pending_index", {}).get("BOOL", False),
+        unsettled=item.get("unsettled", {}).get("BOOL", False),
+        published_us=int(item.get("published_us", {}).get("N", "0")),
+        prev_lastmod_us=int(item.get("prev_lastmod_us", {}).get("N", "0")),
+        unnamed_us=int(item.get("unnamed_us", {}).get("N", "0")),
+        snapshot=SnapshotRef.decode(item["snapshot"]["S"]) if "snapshot" in item else None,
+    )
