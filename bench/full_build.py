@@ -208,8 +208,9 @@ FINDINGS = [
     "X-Ray SDK's import alone cost about 240 ms; `Tracing: Active` still records each invocation), and the "
     "clients come from a plain botocore session (no boto3 or s3transfer).",
     "- **Cost**: see the incremental section: no CloudFront invalidations, reads proportional to the change, "
-    "index rebuilds coalesced, a rebuild's files on eight threads; $30 per million events at one event per second, "
-    "$9 at 50 a second, $4.51 for a burst.",
+    "index rebuilds coalesced, a rebuild's files on eight threads, ingest's two conditional puts, one snapshot "
+    "object per rebuild, busy sections paced; $27 per million events at one event per second, $5.36 at 50 a "
+    "second, $3.17 for a burst.",
 ]
 
 
