@@ -47,44 +47,35 @@ class FileRecords:
     def move_file_state(self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0) -> bool:
         """Change a file record's state only if it is still ``from_state`` with the same content; moving it to
         ``unnamed`` records when (``at_us``)."""
-        return _conditional(
-            lambda: self._client.update_item(
-                TableName=self.table,
-                Key=_file_key(published),
-                UpdateExpression="SET #state = :to, unnamed_us = :at",
-                ConditionExpression="#state = :from AND sha256 = :sha",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={
-                    ":to": _s(to_state),
-                    ":from": _s(from_state),
-                    ":sha": _s(published.sha256),
-                    ":at": _n(at_us),
-                },
-            )
+        values = {":to": _s(to_state), ":from": _s(from_state), ":sha": _s(published.sha256), ":at": _n(at_us)}
+        return self._update(
+            published, "SET #state = :to, unnamed_us = :at", "#state = :from AND sha256 = :sha", values, True
         )
 
     def mark_unsettled(self, published: PublishedFile) -> None:
         """New bytes are about to be put under this record's name: until the record is rewritten, the bucket
         may hold either, so no rebuild may skip the file because its content looks unchanged."""
-        _conditional(
-            lambda: self._client.update_item(
-                TableName=self.table,
-                Key=_file_key(published),
-                UpdateExpression="SET unsettled = :true",
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":true": {"BOOL": True}},
-            )
-        )
+        self._update(published, "SET unsettled = :true", "attribute_exists(pk)", {":true": {"BOOL": True}})
 
     def clear_pending_index(self, published: PublishedFile) -> bool:
         """The index has named this file and its path was invalidated (if it still has the same content)."""
+        values = {":false": {"BOOL": False}, ":sha": _s(published.sha256)}
+        return self._update(published, "SET pending_index = :false", "sha256 = :sha", values)
+
+    def _update(
+        self, published: PublishedFile, update: str, condition: str, values: dict[str, Any], state: bool = False
+    ) -> bool:
+        """One conditional UpdateItem of a file record (``state``: the expressions name ``#state``); False when
+        its condition did not hold."""
+        names: Any = {"ExpressionAttributeNames": {"#state": "state"}} if state else {}  # unused names are refused
         return _conditional(
             lambda: self._client.update_item(
                 TableName=self.table,
                 Key=_file_key(published),
-                UpdateExpression="SET pending_index = :false",
-                ConditionExpression="sha256 = :sha",
-                ExpressionAttributeValues={":false": {"BOOL": False}, ":sha": _s(published.sha256)},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+                **names,
             )
         )
 
