@@ -1,6 +1,6 @@
-"""Backoff with jitter for the retries the SDK leaves to the caller (unprocessed batch items, transaction
-conflicts): botocore's own standard-mode backoff (truncated binary exponential with full jitter) and a bounded
-number of attempts. ``sleep`` and ``rand`` are injectable, so tests never wait."""
+"""Backoff with jitter for the retries the SDK leaves to the caller (unprocessed batch items): botocore's own
+standard-mode backoff (truncated binary exponential with full jitter) and a bounded number of attempts. ``sleep``
+and ``rand`` are injectable, so tests never wait."""
 
 from __future__ import annotations
 
@@ -25,14 +25,11 @@ class _Throttled(ThrottlingErrorDetector):
 
 @dataclass
 class Backoff:
-    """``pause(n)`` waits before attempt ``n + 1``; ``attempts`` bounds the tries (the first one included).
-
-    ``throttled``: the items were refused for capacity (unprocessed batch items), so back off from 1 s, as the
-    SDK does for a throttling error; otherwise (a transaction conflict) from 25 ms, as it does for DynamoDB."""
+    """``pause(n)`` waits before attempt ``n + 1``; ``attempts`` bounds the tries (the first one included). The
+    items were refused for capacity, so it backs off from 1 s, as the SDK does for a throttling error."""
 
     attempts: int = 6
     max_backoff_s: int = 4
-    throttled: bool = True
     sleep: Callable[[float], None] = time.sleep
     rand: Callable[[], float] = random.random
     _delays: ExponentialBackoff = field(init=False, repr=False)
@@ -42,7 +39,7 @@ class Backoff:
             max_backoff=self.max_backoff_s,
             random=self.rand,
             service_name="dynamodb",
-            throttling_detector=_Throttled() if self.throttled else None,
+            throttling_detector=_Throttled(),
         )
 
     def delay(self, attempt: int) -> float:
@@ -54,5 +51,5 @@ class Backoff:
 
     def worst_case_s(self) -> float:
         """The longest total wait over all attempts (every draw of the jitter at its maximum)."""
-        top = Backoff(self.attempts, self.max_backoff_s, self.throttled, self.sleep, lambda: 1.0)
+        top = Backoff(self.attempts, self.max_backoff_s, self.sleep, lambda: 1.0)
         return sum(top.delay(n) for n in range(1, self.attempts))
