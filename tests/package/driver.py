@@ -57,7 +57,8 @@ def main(package: Path, handler_path: str, event_file: Path, result_file: Path) 
     handler = getattr(importlib.import_module(module_name), function_name)
     event = json.loads(event_file.read_text(encoding="utf-8"))
     response = handler(event, Context(function_name=module_name.rsplit(".", 1)[-1]))
-    result = {"response": response, "foreign_modules": foreign_modules(package, stdlib), "modules": sorted(sys.modules)}
+    result = {"response": response, "foreign_modules": foreign_modules(package, stdlib), "modules": sorted(sys.modules),
+              "python": list(sys.version_info[:2])}  # fmt: skip
     result_file.write_text(json.dumps(result), encoding="utf-8")
 
 

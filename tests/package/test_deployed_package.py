@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -36,12 +37,11 @@ from sitemap_updater.local.bootstrap import LocalStateMachine
 from sitemap_updater.local.runner import _sqs_record
 from sitemap_updater.local.stack import REGION, LocalStack, create_stack, session
 from sitemap_updater.local.webhooks import Sample, function_url_event
+from tests.package.runtimes import LAMBDA_VERSION, MISSING, Runtime, lambda_python, this_python, version_of
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "functions" / "requirements.txt"
 DRIVER = Path(__file__).with_name("driver.py")
-# The interpreter under the dev venv: its own site-packages are left out by -S.
-BASE_PYTHON = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 KEY = "package-test-key-0001"
 TOKEN = "package-test-access-token"
 CLIENT_EMAIL = "sitemaps@package-test.iam.gserviceaccount.com"
@@ -58,11 +58,41 @@ def locked() -> dict[str, str]:
     return {canonicalize_name(name): version for name, version in pins}
 
 
+@dataclass(frozen=True, slots=True)
+class Package:
+    """A built function package and the interpreter it was built for and runs on."""
+
+    path: Path
+    python: Path
+    version: tuple[int, int]
+
+    @property
+    def tag(self) -> str:
+        """Names this package's stack apart from another Python's on the same moto server."""
+        return f"py{self.version[0]}{self.version[1]}"
+
+
+@pytest.fixture(scope="module", params=["this-python", "lambda-python3.12"])
+def runtime(request: pytest.FixtureRequest) -> Runtime:
+    """This machine's Python, then Lambda's (3.12) where one is installed; a clear skip where none is."""
+    if request.param == "lambda-python3.12":
+        found = lambda_python()
+        if found is None:
+            pytest.skip(MISSING)
+        return Runtime("python3.12", found)
+    python = this_python()
+    if version_of(python) == LAMBDA_VERSION:
+        pytest.skip("this machine's Python is Lambda's 3.12: the package runs once, as lambda-python3.12")
+    return Runtime(python.name, python)
+
+
 @pytest.fixture(scope="module")
-def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The function package: the locked wheels (hashes checked, no resolver, no dev extras) and the sources."""
-    target = tmp_path_factory.mktemp("package")
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--require-hashes", "--no-deps", "--only-binary=:all:"]
+def package(runtime: Runtime, tmp_path_factory: pytest.TempPathFactory) -> Package:
+    """The function package as `sam build` makes it with ``runtime``'s pip: the locked wheels for that Python
+    (hashes checked, no resolver, no dev extras) and the sources."""
+    target = tmp_path_factory.mktemp(f"package-{runtime.label}")
+    pip = [str(runtime.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--require-hashes",
+           "--no-deps", "--only-binary=:all:"]  # fmt: skip
     done = subprocess.run(
         [*pip, "--no-compile", "--target", str(target), "-r", str(REQUIREMENTS)], capture_output=True, text=True
     )
@@ -70,7 +100,9 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(ROOT / "functions" / "sitemap_updater", target / "sitemap_updater",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     shutil.copy(ROOT / "functions" / "webhook-mapping.json", target)  # sam build copies all of functions/
-    return target
+    version = version_of(runtime.python)
+    assert version is not None, f"{runtime.python} does not run"
+    return Package(target, runtime.python, version)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +115,7 @@ def moto_endpoint() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def site() -> Iterator[HTTPServer]:
     """The site (robots.txt), the IndexNow endpoint, Google's token endpoint and the Search Console API."""
     server = HTTPServer(host="127.0.0.1", port=0)
@@ -96,7 +128,7 @@ def site() -> Iterator[HTTPServer]:
 class Functions:
     """The stack's functions, each invoked in its own interpreter with only the package importable."""
 
-    def __init__(self, package: Path, stack: LocalStack, env: dict[str, str], work: Path) -> None:
+    def __init__(self, package: Package, stack: LocalStack, env: dict[str, str], work: Path) -> None:
         self._package, self._stack, self._env, self._work = package, stack, env, work
         self._sqs = session().client("sqs", endpoint_url=stack.endpoint_url)
         self.invoked: list[str] = []
@@ -106,12 +138,13 @@ class Functions:
         event_file, result_file = self._work / "event.json", self._work / "result.json"
         event_file.write_text(json.dumps(event), encoding="utf-8")
         result_file.unlink(missing_ok=True)
-        command = [str(BASE_PYTHON), "-I", "-S", "-B", str(DRIVER), str(self._package), handler]
+        command = [str(self._package.python), "-I", "-S", "-B", str(DRIVER), str(self._package.path), handler]
         done = subprocess.run([*command, str(event_file), str(result_file)], env=self._env, capture_output=True,
                               text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, f"{handler} failed in the built package:\n{done.stderr[-6000:]}"
         result = json.loads(result_file.read_text(encoding="utf-8"))
         assert result["foreign_modules"] == [], f"{handler} loaded modules from outside the package"
+        assert tuple(result["python"]) == self._package.version, f"{handler} ran on Python {result['python']}"
         self.invoked.append(handler.split(".")[-2])
         self.modules[handler.split(".")[-2]] = set(result["modules"])
         return result["response"]
@@ -161,19 +194,23 @@ def jwt_claims(assertion: str, public_key: rsa.RSAPublicKey) -> dict[str, Any]:
 
 
 def test_every_function_runs_from_the_built_package(
-    package: Path, moto_endpoint: str, site: HTTPServer, tmp_path: Path
+    package: Package, moto_endpoint: str, site: HTTPServer, tmp_path: Path
 ) -> None:
     # Given a stack from template.yaml, a Search Console secret, and the site and search engines on 127.0.0.1
     base = f"http://127.0.0.1:{site.port}"
     info, public_key = service_account(f"{base}/token")
     secrets = session().client("secretsmanager", endpoint_url=moto_endpoint)
-    secret_arn = secrets.create_secret(Name="package-test-search-console", SecretString=json.dumps(info))["ARN"]
-    webhooks = secrets.create_secret(Name="package-test-webhooks", SecretString=json.dumps({"generic": KEY}))["ARN"]
+    secret_arn = secrets.create_secret(
+        Name=f"package-test-search-console-{package.tag}", SecretString=json.dumps(info)
+    )["ARN"]
+    webhooks = secrets.create_secret(
+        Name=f"package-test-webhooks-{package.tag}", SecretString=json.dumps({"generic": KEY})
+    )["ARN"]
     parameters = {"SiteUrl": base, "IndexNowKey": KEY, "SearchConsoleSecretArn": secret_arn, "RobotsCheck": "true"}
     parameters["WebhookSecretArn"] = webhooks
     parameters["Sections"] = "blog"  # a setting other than the default, read from the environment as deployed
     parameters["CdnMaxAgeSeconds"] = "0"  # no CDN here: the index queue need not wait out a cache lifetime
-    stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-test")
+    stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, f"package-test-{package.tag}")
     env = {
         **_against_moto(stack.environment, moto_endpoint, tmp_path),
         "INDEXNOW_ENDPOINT": f"{base}/indexnow",
@@ -297,11 +334,11 @@ def _against_moto(environment: dict[str, str], moto_endpoint: str, tmp_path: Pat
     }
 
 
-def test_the_bootstrap_worker_runs_from_the_built_package(package: Path, moto_endpoint: str, tmp_path: Path) -> None:
+def test_the_bootstrap_worker_runs_from_the_built_package(package: Package, moto_endpoint: str, tmp_path: Path) -> None:
     # Given a stack and an export of 30 pages in two objects, one gzip
     base = "https://www.example.com"
     parameters = {"SiteUrl": base, "Sections": "blog", "CdnMaxAgeSeconds": "0", "MaxUrlsPerFile": "10"}
-    stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, "package-bootstrap")
+    stack = create_stack(ROOT / "template.yaml", moto_endpoint, parameters, f"package-bootstrap-{package.tag}")
     env = {**_against_moto(stack.environment, moto_endpoint, tmp_path), "NOTIFY_DRY_RUN": "true"}
     functions = Functions(package, stack, env, tmp_path)
     machine = LocalStateMachine(PackageBackend(functions, stack))
