@@ -188,7 +188,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     loc.add_argument(
-        "--site", required=True, type=_site, help="canonical scheme and host, e.g. https://www.example.com"
+        "--site", type=_site, help="canonical scheme and host, e.g. https://www.example.com (required without --stack)"
     )
     loc.add_argument(
         "--events",
@@ -213,7 +213,7 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help="the mapping of content types to URLs for --webhooks (default: functions/webhook-mapping.json, "
-        "the file sam build deploys)",
+        "the file sam build deploys; an installed package carries a copy)",
     )
     first = loc.add_mutually_exclusive_group()
     first.add_argument(
@@ -232,6 +232,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     loc.add_argument("--report", type=Path, metavar="FILE", help="write the per-wave report as JSON")
     loc.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint to use instead of moto")
+    stack_option(
+        loc,
+        "with --endpoint-url: use the stack NAME that CloudFormation created there (LocalStack, a moto server) "
+        "instead of creating one: its resources from its outputs, its site, sections and limits from its parameters "
+        "(so --site, --sections, --max-urls-per-file and --text-sitemaps are not given)",
+    )
     loc.add_argument(
         "--max-urls-per-file", type=_max_urls, default=None, metavar="N", help="the stack parameter MaxUrlsPerFile"
     )
@@ -250,9 +256,9 @@ def _parser() -> argparse.ArgumentParser:
         help="load a whole site into a stack's manifests with batched writes, then publish everything once",
         description=(
             "How a site starts: validate every event (or adopt an existing sitemap), keep the newest per URL, "
-            "write the manifests in batches and publish every file and the index once. The stack is named by "
-            "the same environment variables the functions read (SITE_URL, MANIFEST_TABLE, BUCKET_NAME, ...; "
-            "see the README)."
+            "write the manifests in batches and publish every file and the index once. The stack is the one "
+            "--stack names (its outputs and parameters, read with CloudFormation's DescribeStacks); without "
+            "--stack, the environment variables the functions read (SITE_URL, MANIFEST_TABLE, BUCKET_NAME, ...)."
         ),
     )
     source = imp.add_mutually_exclusive_group(required=True)
@@ -260,6 +266,7 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument(
         "--sitemap", metavar="URL_OR_FILE", help="an existing sitemap, sitemap index or text sitemap to adopt"
     )
+    stack_option(imp, "the deployed stack to import into (the name given to sam deploy)")
     imp.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
     _adopt_options(imp)
     from sitemap_updater.cli_verify import add_parser as add_verify
@@ -275,6 +282,20 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     return parser
+
+
+def _stack(value: str) -> str:
+    from sitemap_updater.wiring.deployed import stack_name
+
+    try:
+        return stack_name(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def stack_option(parser: argparse.ArgumentParser, what: str, **kwargs: Any) -> None:
+    """``--stack NAME``: a CloudFormation stack's name (or ID), its settings read with DescribeStacks."""
+    parser.add_argument("--stack", type=_stack, metavar="NAME", help=what, **kwargs)
 
 
 def _adopt_options(parser: argparse.ArgumentParser) -> None:

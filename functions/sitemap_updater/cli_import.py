@@ -132,20 +132,24 @@ def local_import(run: LocalRun, args: argparse.Namespace) -> tuple[int, bool]:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    import os
-
     import boto3
 
     from sitemap_updater.service.bulk_import import check_first_import, import_events
-    from sitemap_updater.settings import Settings, SettingsError
+    from sitemap_updater.settings import SettingsError
+    from sitemap_updater.wiring.deployed import StackError, command_settings
     from sitemap_updater.wiring.pipeline import connect_pipeline
 
+    make_client = boto3.session.Session().client
     try:
-        settings = Settings.from_env(os.environ)
-    except SettingsError as exc:
+        settings = command_settings(args.stack, make_client, args.endpoint_url)
+    except (StackError, SettingsError) as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    pipeline = connect_pipeline(settings, boto3.session.Session().client, args.endpoint_url)
+    if args.stack is not None:
+        print(
+            f"stack {args.stack}: {settings.site_url}, bucket {settings.bucket_name}, table {settings.manifest_table}"
+        )
+    pipeline = connect_pipeline(settings, make_client, args.endpoint_url)
     try:
         check_first_import(pipeline)  # before reading anything
     except ImportRefused as exc:

@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name, stdin_bytes
 
+if TYPE_CHECKING:
+    from sitemap_updater.local.runner import LocalRun
+
 
 def run_local(args: argparse.Namespace) -> int:
-    from sitemap_updater.local.runner import LocalRun, events_from_bytes
+    from sitemap_updater.local.packaged import PackagedFileMissing, packaged_file, require
+    from sitemap_updater.local.runner import TEMPLATE, events_from_bytes
     from sitemap_updater.local.webhooks import sample_files, webhook_wave
-    from sitemap_updater.wiring.webhooks import FUNCTIONS_DIR
+    from sitemap_updater.wiring.deployed import StackError
 
     if not args.events and not args.webhooks and args.import_events is None and args.adopt is None:
         print("sitemap-updater: local needs --events, --webhooks, --import or --adopt", file=sys.stderr)
@@ -28,22 +33,23 @@ def run_local(args: argparse.Namespace) -> int:
     if missing:
         print(f"sitemap-updater: cannot read {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
-    mapping = (args.mapping or FUNCTIONS_DIR / "webhook-mapping.json").resolve()
     try:
+        require(TEMPLATE)
+        mapping = (args.mapping or require(packaged_file("webhook-mapping.json"))).resolve()
         webhooks = sample_files(args.webhooks, mapping) if args.webhooks else []
-    except ValueError as exc:
+    except (PackagedFileMissing, ValueError) as exc:  # ValueError: a sample or the mapping
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        run = _local_run(args)
+    except (StackError, _Refused) as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
     reports = []
-    with LocalRun(
-        args.site.base_url,
-        args.max_urls_per_file,
-        args.endpoint_url,
-        indexnow_endpoint=args.indexnow_endpoint,
-        parameters={"Sections": args.sections, "TextSitemaps": "true" if args.text_sitemaps else "false"},
-    ) as run:
+    with run:
         where = run.endpoint_url or "moto in this process"
-        print(f"local stack on {where}, created from template.yaml:")
+        how = f"stack {args.stack}, described by its outputs" if args.stack else "created from template.yaml"
+        print(f"local stack on {where}, {how}:")
         for logical, physical in run.resources().items():
             print(f"  {logical}: {physical}")
         status = EXIT_OK
@@ -79,6 +85,45 @@ def run_local(args: argparse.Namespace) -> int:
         args.report.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"published files copied to {args.out}")
     return status
+
+
+class _Refused(Exception):
+    """Options that do not go together."""
+
+
+def _local_run(args: argparse.Namespace) -> LocalRun:
+    """The local stack: created from template.yaml with the options' site and parameters, or with --stack the one
+    already on the endpoint, with its own (_Refused for options that do not go together)."""
+    from sitemap_updater.local.runner import LocalRun
+
+    if args.stack is None:
+        if args.site is None:
+            raise _Refused("local needs --site (or --stack with --endpoint-url)")
+        return LocalRun(
+            args.site.base_url,
+            args.max_urls_per_file,
+            args.endpoint_url,
+            indexnow_endpoint=args.indexnow_endpoint,
+            parameters={"Sections": args.sections, "TextSitemaps": "true" if args.text_sitemaps else "false"},
+        )
+    from sitemap_updater.local.stack import session
+    from sitemap_updater.wiring.deployed import describe_stack
+
+    if args.endpoint_url is None:
+        raise _Refused("--stack needs --endpoint-url: the stack must already be on that endpoint")
+    options = {"--site": args.site, "--sections": args.sections, "--max-urls-per-file": args.max_urls_per_file,
+               "--text-sitemaps": args.text_sitemaps}  # fmt: skip
+    if given := [option for option, value in options.items() if value]:
+        raise _Refused(f"with --stack the stack's parameters decide, so {', '.join(given)} cannot be given")
+    shape = describe_stack(args.stack, session().client, args.endpoint_url).site_parameters()
+    return LocalRun(
+        shape["SiteUrl"],
+        endpoint_url=args.endpoint_url,
+        indexnow_endpoint=args.indexnow_endpoint,
+        name=args.stack,
+        parameters=shape,
+        existing=True,
+    )
 
 
 def _wave_summary(source: str, report: dict[str, object]) -> str:

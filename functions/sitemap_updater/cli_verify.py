@@ -9,12 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from sitemap_updater.cli import stack_option
 from sitemap_updater.core.urls import Site, UrlError
 
 if TYPE_CHECKING:  # the checks and the HTTP client are imported when the command runs, not for every command
+    from sitemap_updater.service.pipeline import Pipeline
     from sitemap_updater.service.verify import FileCheck, Verification
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+ENVIRONMENT = object()  # --stack without a name: the stack the environment variables name (not a string: argparse
+# would check a string against the stack name's type)
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,12 +43,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the canonical scheme and host the pages and sitemaps must be on, when URL is another origin (a "
         "staging host, the bucket's endpoint): the site's URLs are then read from URL's origin (default: URL's)",
     )
-    v.add_argument(
-        "--stack",
-        action="store_true",
-        help="also compare the stack's published tree with its manifests (every file's bytes with its record, files "
-        "no record names), as the hourly reconciliation does, repairing nothing; the stack is named by the "
-        "environment variables `import` reads (SITE_URL, MANIFEST_TABLE, BUCKET_NAME, ...)",
+    stack_option(
+        v,
+        "also compare the stack NAME's published tree with its manifests (every file's bytes with its record, files "
+        "no record names), as the hourly reconciliation does, repairing nothing; the stack's outputs are read with "
+        "DescribeStacks (--stack without NAME: from the environment variables `import` reads, SITE_URL, ...)",
+        nargs="?",
+        const=ENVIRONMENT,
     )
     v.add_argument("--endpoint-url", metavar="URL", help="with --stack: an AWS-compatible endpoint instead of AWS")
     v.add_argument("--json", action="store_true", help="print the whole report as JSON instead of text")
@@ -74,38 +79,45 @@ def run_verify(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"sitemap-updater: cannot read the schemas in {args.schemas}: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    pipeline = None
+    if args.stack is not None:  # read before the crawl: a stack that cannot be read stops the command at once
+        pipeline = _stack_pipeline(None if args.stack is ENVIRONMENT else args.stack, args.endpoint_url)
+        if pipeline is None:
+            return EXIT_USAGE
     progress = _progress if sys.stderr.isatty() and not args.json else None
     result = verify(args.url, site, WebFetcher({origin.netloc}), schemas=schemas, progress=progress)
     if progress is not None:
         print(file=sys.stderr)
-    if args.stack:
-        stack = _stack_check(args.endpoint_url)
-        if stack is None:
-            return EXIT_USAGE
-        result.files.append(stack)
+    if pipeline is not None:
+        result.files.append(_stack_check(pipeline))
     print(json.dumps(result.as_dict(), indent=2) if args.json else report(result))
     return EXIT_PROBLEMS if result.problems else EXIT_OK
 
 
-def _stack_check(endpoint_url: str | None) -> FileCheck | None:
-    """The published tree against the manifests, as reconciliation sees it (nothing repaired)."""
-    import os
-
+def _stack_pipeline(stack: str | None, endpoint_url: str | None) -> Pipeline | None:
+    """The stack's clients and adapters; None when the stack cannot be read (said on stderr)."""
     import boto3
 
-    from sitemap_updater.service.reconcile import reconcile
-    from sitemap_updater.service.verify import FileCheck
-    from sitemap_updater.settings import Settings, SettingsError
+    from sitemap_updater.settings import SettingsError
+    from sitemap_updater.wiring.deployed import StackError, command_settings
     from sitemap_updater.wiring.pipeline import connect_pipeline
 
+    make_client = boto3.session.Session().client
     try:
-        settings = Settings.from_env(os.environ)
-    except SettingsError as exc:
+        settings = command_settings(stack, make_client, endpoint_url)
+    except (StackError, SettingsError) as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return None
-    pipeline = connect_pipeline(settings, boto3.session.Session().client, endpoint_url)
+    return connect_pipeline(settings, make_client, endpoint_url)
+
+
+def _stack_check(pipeline: Pipeline) -> FileCheck:
+    """The published tree against the manifests, as reconciliation sees it (nothing repaired)."""
+    from sitemap_updater.service.reconcile import reconcile
+    from sitemap_updater.service.verify import FileCheck
+
     found = reconcile(pipeline, budget=10**9, repair=False)
-    check = FileCheck(f"s3://{settings.bucket_name}", "stack", entries=len(found.checked))
+    check = FileCheck(f"s3://{pipeline.settings.bucket_name}", "stack", entries=len(found.checked))
     check.problems += [f"{name}: missing, though its record says it is published" for name in found.missing]
     check.problems += [
         f"{name}: holds other bytes than its record says (changed out of band)" for name in found.changed

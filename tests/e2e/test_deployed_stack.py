@@ -45,3 +45,20 @@ def test_a_published_page_appears_in_its_sitemap_file() -> None:
                 return
         time.sleep(5)
     pytest.fail(f"{url} did not reach a published sitemap within 180 s")
+
+
+def test_the_commands_read_from_the_stack_what_its_functions_are_given() -> None:
+    """`import --stack` and `verify --stack` read outputs and parameters: each value is the one in the functions'
+    environment on AWS (the ingest function's, as Lambda reports it)."""
+    import boto3
+
+    from sitemap_updater.wiring.deployed import describe_stack
+
+    assert STACK is not None
+    read = describe_stack(STACK, boto3.session.Session().client).environment()
+    resource = boto3.client("cloudformation").describe_stack_resource(
+        StackName=STACK, LogicalResourceId="IngestFunction"
+    )
+    function = resource["StackResourceDetail"]["PhysicalResourceId"]
+    given = boto3.client("lambda").get_function_configuration(FunctionName=function)["Environment"]["Variables"]
+    assert read == {name: given.get(name) for name in read}

@@ -26,7 +26,8 @@ from typing import Any
 
 from sitemap_updater.local import moto_speedups
 from sitemap_updater.local.iam import Enforcer
-from sitemap_updater.local.stack import REGION, EventSource, LocalStack, create_stack, session
+from sitemap_updater.local.packaged import packaged_file
+from sitemap_updater.local.stack import REGION, EventSource, LocalStack, attach_stack, create_stack, session
 from sitemap_updater.service.bulk_import import ImportResult, import_events
 from sitemap_updater.service.index import IndexRebuild
 from sitemap_updater.service.ingest import IngestResult, Rejected
@@ -35,7 +36,7 @@ from sitemap_updater.service.rebuild import SectionRebuild
 from sitemap_updater.settings import Settings
 from sitemap_updater.wiring.pipeline import connect_pipeline, use_pipeline
 
-TEMPLATE = Path(__file__).resolve().parents[3] / "template.yaml"
+TEMPLATE = packaged_file("template.yaml")  # the checkout's template.yaml, or the copy an installed wheel carries
 _MAX_ROUNDS = 10_000
 FEED = 1_000  # events on the ingest queue at most, as a slice of a wave
 WRITTEN = ".sitemap-updater-local.json"  # in --out: the files a local run wrote there (the only ones it replaces)
@@ -95,6 +96,7 @@ class LocalRun:
         indexnow_endpoint: str | None = None,
         indexnow_key: str = "local-indexnow-key-0001",
         parameters: dict[str, str] | None = None,
+        existing: bool = False,
     ) -> None:
         moto_speedups.apply()  # also speeds up a moto server this process runs (the tests')
         self._mock: Any = None
@@ -116,7 +118,10 @@ class LocalRun:
         if max_urls_per_file is not None:
             parameters["MaxUrlsPerFile"] = str(max_urls_per_file)
         stack_name = name or "sitemap-" + hashlib.sha256(f"{time.time_ns()}".encode()).hexdigest()[:8]
-        self.stack: LocalStack = create_stack(template, endpoint_url, parameters, stack_name)
+        # ``existing``: the stack ``name`` already on the endpoint (local --stack), else one created now.
+        self.stack: LocalStack = (attach_stack if existing else create_stack)(
+            template, endpoint_url, parameters, stack_name
+        )
         # Without an IndexNow endpoint, a local run records what it would send and sends nothing.
         self.stack.environment["NOTIFY_DRY_RUN"] = "false" if indexnow_endpoint else "true"
         if indexnow_endpoint:

@@ -13,8 +13,10 @@ from typing import Any
 
 import boto3
 import yaml
+from botocore.exceptions import ClientError
 
 from sitemap_updater.local.iam import Names, Policy, function_policies, resolve
+from sitemap_updater.wiring.deployed import StackError, describe_stack
 
 REGION = "us-east-1"
 _QUEUE_ATTRIBUTES = (
@@ -152,6 +154,12 @@ def create_stack(template_path: Path, endpoint_url: str | None, parameters: dict
             created = cloudfront.create_distribution(DistributionConfig=_distribution_config(name, origin))
             stack.physical[logical] = created["Distribution"]["Id"]
             stack.arns[logical] = created["Distribution"]["ARN"]
+    return _wired(template, stack, params)
+
+
+def _wired(template: dict[str, Any], stack: LocalStack, params: dict[str, str]) -> LocalStack:
+    """``stack`` with the functions' environment, IAM policies and event sources, resolved against its names."""
+    resources: dict[str, Any] = template["Resources"]
     variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
     names = Names(params, stack.physical, stack.arns, template.get("Conditions", {}))
     stack.environment = {key: str(resolve(value, names)) for key, value in variables.items()}
@@ -165,6 +173,57 @@ def create_stack(template_path: Path, endpoint_url: str | None, parameters: dict
                 size = int(source["Properties"].get("BatchSize", 10))
                 stack.sources.append(EventSource(logical, spec["Properties"]["Handler"], stack.physical[queue], size))
     return stack
+
+
+def attach_stack(template_path: Path, endpoint_url: str | None, parameters: dict[str, str], name: str) -> LocalStack:
+    """The stack ``name`` that CloudFormation created on ``endpoint_url`` (LocalStack, a moto server): its
+    queues, table, bucket and distribution named by its outputs (DescribeStacks), its parameters as deployed
+    unless ``parameters`` says otherwise; the environment, policies and event sources as :func:`create_stack`
+    resolves them. StackError when the stack cannot be read or an output is missing or names nothing there."""
+    template = load_template(template_path)
+    aws = session()
+    deployed = describe_stack(name, aws.client, endpoint_url)
+    params = {key: str(spec.get("Default", "")) for key, spec in template.get("Parameters", {}).items()}
+    params |= deployed.parameters | parameters
+    named = {
+        value["Ref"]: key
+        for key, output in template.get("Outputs", {}).items()
+        if isinstance(value := output.get("Value"), dict) and set(value) == {"Ref"}
+    }
+    stack = LocalStack(endpoint_url)
+    for logical, spec in template["Resources"].items():
+        if spec["Type"] not in _CREATED:
+            continue
+        if logical not in named:
+            raise StackError(f"template.yaml has no output that names {logical}, so stack {name} cannot be used")
+        physical = deployed.output(named[logical])
+        try:
+            stack.arns[logical] = _arn(aws, endpoint_url, spec["Type"], physical)
+        except ClientError as exc:
+            raise StackError(
+                f"stack {name}'s output {named[logical]} names {physical}, which cannot be read: {exc}"
+            ) from None
+        stack.physical[logical] = physical
+    return _wired(template, stack, params)
+
+
+_CREATED = ("AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::CloudFront::Distribution")
+
+
+def _arn(aws: boto3.session.Session, endpoint_url: str | None, kind: str, physical: str) -> str:
+    """The ARN of a resource of the kind, by its physical name (a queue's URL, a table's or bucket's name, a
+    distribution's ID), read from the endpoint: which also shows that it exists."""
+    if kind == "AWS::SQS::Queue":
+        sqs = aws.client("sqs", endpoint_url=endpoint_url)
+        return str(sqs.get_queue_attributes(QueueUrl=physical, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
+    if kind == "AWS::DynamoDB::Table":
+        return str(
+            aws.client("dynamodb", endpoint_url=endpoint_url).describe_table(TableName=physical)["Table"]["TableArn"]
+        )
+    if kind == "AWS::S3::Bucket":
+        aws.client("s3", endpoint_url=endpoint_url).head_bucket(Bucket=physical)
+        return f"arn:aws:s3:::{physical}"
+    return str(aws.client("cloudfront", endpoint_url=endpoint_url).get_distribution(Id=physical)["Distribution"]["ARN"])
 
 
 def _distribution_config(name: str, bucket: str) -> Any:
