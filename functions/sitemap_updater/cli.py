@@ -1,4 +1,5 @@
-"""Command line: ``sitemap-updater build``, ``local`` (cli_local.py), ``import`` (cli_import.py), ``schema``."""
+"""Command line: ``sitemap-updater build``, ``local`` (cli_local.py), ``import`` (cli_import.py), ``verify``
+(cli_verify.py), ``redrive`` (cli_redrive.py), ``schema``."""
 
 from __future__ import annotations
 
@@ -269,9 +270,11 @@ def _parser() -> argparse.ArgumentParser:
     stack_option(imp, "the deployed stack to import into (the name given to sam deploy)")
     imp.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
     _adopt_options(imp)
+    from sitemap_updater.cli_redrive import add_parser as add_redrive
     from sitemap_updater.cli_verify import add_parser as add_verify
 
     add_verify(commands)
+    add_redrive(commands)
     commands.add_parser(
         "schema",
         help="print the JSON Schema of the event contract (docs/event.schema.json)",
@@ -456,6 +459,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from sitemap_updater.cli_verify import run_verify
 
         return run_verify(args)
+    if args.command == "redrive":
+        from sitemap_updater.cli_redrive import run_redrive
+
+        return run_redrive(args)
     return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -101,6 +101,33 @@ class Queue(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class QueuedMessage:
+    """A message as received from a queue: its receipt (to delete it or let it go), its body and string message
+    attributes, and on a FIFO queue its group and deduplication ID."""
+
+    message_id: str
+    receipt: str
+    body: str
+    attributes: dict[str, str]
+    group: str | None = None
+    dedup: str | None = None
+    sent_at_ms: int = 0
+
+
+class MessageSource(Protocol):
+    """A queue read by an operator's command (``redrive`` reads a dead-letter queue): received messages stay
+    invisible to other readers for ``hold_s`` seconds unless deleted or released first."""
+
+    url: str
+    fifo: bool
+
+    def receive(self, limit: int, hold_s: int, wait_s: int) -> list[QueuedMessage]: ...
+    def delete(self, receipt: str) -> None: ...
+    def release(self, receipts: list[str]) -> None: ...
+    def depth(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
 class HttpResponse:
     """An HTTP answer: status, headers and body text (never an exception for a status)."""
 

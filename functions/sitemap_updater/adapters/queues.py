@@ -1,9 +1,12 @@
-"""SQS: send messages (FIFO group and deduplication IDs when the queue is FIFO)."""
+"""SQS: send messages (FIFO group and deduplication IDs when the queue is FIFO); receive, delete and release them
+for an operator's command (``redrive``)."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+
+from sitemap_updater.ports import QueuedMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -56,3 +59,50 @@ class MessageQueue:
             answer = self._client.change_message_visibility_batch(QueueUrl=self.url, Entries=entries)  # type: ignore[arg-type]
             if answer.get("Failed"):
                 raise RuntimeError(f"SQS did not defer {len(answer['Failed'])} messages: {answer['Failed'][0]}")
+
+    def receive(self, limit: int, hold_s: int, wait_s: int) -> list[QueuedMessage]:
+        """Up to ``limit`` (at most 10) messages with every attribute, invisible to others for ``hold_s`` seconds.
+        ``wait_s`` above 0 is a long poll, which asks every SQS server (a short poll of a standard queue may answer
+        nothing while messages wait)."""
+        answer = self._client.receive_message(
+            QueueUrl=self.url,
+            MaxNumberOfMessages=max(1, min(limit, 10)),
+            VisibilityTimeout=hold_s,
+            WaitTimeSeconds=wait_s,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        return [_queued(message) for message in answer.get("Messages", [])]
+
+    def delete(self, receipt: str) -> None:
+        self._client.delete_message(QueueUrl=self.url, ReceiptHandle=receipt)
+
+    def release(self, receipts: list[str]) -> None:
+        """Make received messages visible again at once."""
+        self.defer(receipts, 0)
+
+    def depth(self) -> int:
+        """About how many messages the queue holds, visible or received and not yet deleted."""
+        answer = self._client.get_queue_attributes(
+            QueueUrl=self.url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]
+        visible = answer.get("ApproximateNumberOfMessages", "0")
+        return int(visible) + int(answer.get("ApproximateNumberOfMessagesNotVisible", "0"))
+
+
+def _queued(message: Any) -> QueuedMessage:
+    system = message.get("Attributes", {})
+    attributes = {
+        key: str(value.get("StringValue", ""))
+        for key, value in message.get("MessageAttributes", {}).items()
+        if "StringValue" in value
+    }
+    return QueuedMessage(
+        message_id=str(message["MessageId"]),
+        receipt=str(message["ReceiptHandle"]),
+        body=str(message.get("Body", "")),
+        attributes=attributes,
+        group=system.get("MessageGroupId"),
+        dedup=system.get("MessageDeduplicationId"),
+        sent_at_ms=int(system.get("SentTimestamp", 0)),
+    )

@@ -14,6 +14,7 @@ from typing import Any
 from sitemap_updater.core.messages import INDEX_GROUP, NOTIFY_GROUP, DirtyMark, read_rebuild_request
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.service.dead_letters import (
+    UNREADABLE,
     DeadLetter,
     DeadLetters,
     Settled,
@@ -72,7 +73,7 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
         try:
             marks = read_rebuild_request(json.loads(record["body"]))
         except Exception as exc:
-            message_errors[message_id] = outcome.unreadable[message_id] = f"unreadable: {error_text(exc)}"
+            message_errors[message_id] = outcome.unreadable[message_id] = f"{UNREADABLE}: {error_text(exc)}"
             continue
         for mark in marks:
             by_section[mark.section].append((message_id, mark))
@@ -167,7 +168,7 @@ def notify_batch(
         try:
             body = json.loads(record["body"])
         except ValueError as exc:
-            errors[str(record["messageId"])] = f"unreadable change record: {error_text(exc)}"
+            errors[str(record["messageId"])] = f"{UNREADABLE} change record: {error_text(exc)}"
             continue
         readable.append(body)
     result: NotifyResult | str | None

@@ -4,13 +4,19 @@ instead of being moved there by SQS's redrive with no reason at all."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from sitemap_updater.ports import Queue
 
 REASON_LIMIT = 1000  # characters of the reason kept in the message attribute
+# The error of a message its function could not read at all (a rebuild request, a change record): its body is
+# the fault, so no number of receives can help.
+UNREADABLE = "unreadable"
+_FAILED = re.compile(r"failed on all (\d+) receives: (.*)", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +54,29 @@ class Settled:
 def failure_reason(error: str, receive_count: int) -> str:
     """The reason of a message that failed on every receive (``error``: the exception's type and message)."""
     return f"failed on all {receive_count} receives: {error}"
+
+
+class DeadLetterKind(StrEnum):
+    """What a dead letter's attributes say about sending it again (``classify``)."""
+
+    FAILED = "failed"  # failed on every receive (a throttle, an outage, a bug): another try may succeed
+    REJECTED = "rejected"  # refused as it is (invalid input, an unreadable body): the same bytes fail again
+    UNEXPLAINED = "unexplained"  # no reason: SQS's redrive moved it (its consumer's dead-letter send failed too)
+
+
+def classify(attributes: Mapping[str, str]) -> DeadLetterKind:
+    """The kind of a dead letter from its message attributes, as ``dead_letter`` wrote them: a failure carries
+    ``receive_count`` and a reason made by ``failure_reason``; a rejection (ingest's validation, a bootstrap's
+    export line) carries a reason only."""
+    reason = attributes.get("reason")
+    if not reason:
+        return DeadLetterKind.UNEXPLAINED
+    failed = _FAILED.fullmatch(reason)
+    if failed is None or "receive_count" not in attributes:
+        return DeadLetterKind.REJECTED
+    if failed.group(2).startswith(UNREADABLE):
+        return DeadLetterKind.REJECTED
+    return DeadLetterKind.FAILED
 
 
 def error_text(exc: BaseException) -> str:
