@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from sitemap_updater.cli import stack_option
 from sitemap_updater.service.redrive import DEFAULT_MAX, Action, Decision, RedriveFailed, RedriveOptions, redrive
 
 if TYPE_CHECKING:
@@ -23,6 +24,13 @@ QUEUES = {
     "rebuild": ("REBUILD_DLQ_URL", "REBUILD_QUEUE_URL"),
     "index": ("INDEX_DLQ_URL", "INDEX_QUEUE_URL"),
     "notify": ("NOTIFY_DLQ_URL", "NOTIFY_QUEUE_URL"),
+}
+# The same two queues as the stack's outputs name them (--stack NAME).
+STACK_OUTPUTS = {
+    "ingest": ("IngestDeadLetterQueueUrl", "IngestQueueUrl"),
+    "rebuild": ("RebuildDeadLetterQueueUrl", "RebuildQueueUrl"),
+    "index": ("IndexDeadLetterQueueUrl", "IndexQueueUrl"),
+    "notify": ("NotifyDeadLetterQueueUrl", "NotifyQueueUrl"),
 }
 _DONE = {Action.REDRIVE: "redriven", Action.KEEP: "kept", Action.DISCARD: "discarded"}
 _WOULD = {Action.REDRIVE: "would redrive", Action.KEEP: "would keep", Action.DISCARD: "would discard"}
@@ -40,9 +48,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "FIFO queue in its message group, under its own deduplication ID), and deleted from the dead-letter "
             "queue only once the send succeeded. A message refused as it is (an invalid event, an unreadable "
             "message) is left where it is: it would be refused again. A message without a reason (moved by SQS "
-            "itself) is sent again only with --include-unexplained. The queue URLs come from the environment "
-            "variables the functions use (INGEST_DLQ_URL and INGEST_QUEUE_URL, REBUILD_..., INDEX_..., NOTIFY_...) "
-            "or from --dlq-url and --queue-url. Exit status: 0 done (messages may have been kept); 1 a read, send "
+            "itself) is sent again only with --include-unexplained. The queue URLs come from the stack's outputs "
+            "(--stack NAME), else from the environment variables the functions use (INGEST_DLQ_URL and "
+            "INGEST_QUEUE_URL, REBUILD_..., INDEX_..., NOTIFY_...); --dlq-url and --queue-url override either. "
+            "Exit status: 0 done (messages may have been kept); 1 a read, send "
             "or delete failed (what was done before it stands; run again); 2 the queues are not named."
         ),
     )
@@ -76,6 +85,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "them first with --dry-run --json",
     )
     r.add_argument("--json", action="store_true", help="print one JSON object a dead letter, body and attributes whole")
+    stack_option(r, "the deployed stack whose queues to use (its outputs, read with DescribeStacks)")
     r.add_argument("--dlq-url", metavar="URL", help="the dead-letter queue (default: the QUEUE's environment variable)")
     r.add_argument("--queue-url", metavar="URL", help="where to send them (default: the QUEUE's environment variable)")
     r.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
@@ -91,10 +101,31 @@ def _positive(value: str) -> int:
     return number
 
 
-def run_redrive(args: argparse.Namespace) -> int:
+def _named_queues(args: argparse.Namespace) -> tuple[str, str]:
+    """The dead-letter queue's and the queue's URLs: the options, else the stack's outputs or the environment."""
     dlq_env, queue_env = QUEUES[args.queue]
-    dlq_url = args.dlq_url or os.environ.get(dlq_env, "")
-    queue_url = args.queue_url or os.environ.get(queue_env, "")
+    if args.stack is not None:
+        import boto3
+
+        from sitemap_updater.wiring.deployed import describe_stack
+
+        stack = describe_stack(args.stack, boto3.session.Session().client, args.endpoint_url)
+        dlq_output, queue_output = STACK_OUTPUTS[args.queue]
+        defaults = (stack.output(dlq_output), stack.output(queue_output))
+    else:
+        defaults = (os.environ.get(dlq_env, ""), os.environ.get(queue_env, ""))
+    return args.dlq_url or defaults[0], args.queue_url or defaults[1]
+
+
+def run_redrive(args: argparse.Namespace) -> int:
+    from sitemap_updater.wiring.deployed import StackError
+
+    dlq_env, queue_env = QUEUES[args.queue]
+    try:
+        dlq_url, queue_url = _named_queues(args)
+    except StackError as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     missing = [f"{name} (or {option})" for name, option, url in
                ((dlq_env, "--dlq-url", dlq_url), (queue_env, "--queue-url", queue_url)) if not url]  # fmt: skip
     if missing:

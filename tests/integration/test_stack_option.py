@@ -172,3 +172,22 @@ def test_local_options_that_do_not_go_together_are_refused(
     export = _export(tmp_path / "pages.jsonl", [event(f"{BASE}/blog/a")])
     assert main(["local", "--events", str(export), "--out", str(tmp_path / "out"), *options]) == 2
     assert capsys.readouterr().err == f"sitemap-updater: {said}\n"
+
+
+@pytest.mark.usefixtures("credentials")
+def test_redrive_takes_the_named_stacks_queues(moto_endpoint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a deployed stack, known by its name only, with a dead letter in its ingest dead-letter queue
+    stack = deployed(moto_endpoint, "redrive-by-name", PARAMETERS)
+    sqs = session().client("sqs", endpoint_url=moto_endpoint)
+    sqs.send_message(QueueUrl=stack.queue_url("IngestDeadLetterQueue"), MessageBody=json.dumps(event(f"{BASE}/a")))
+    # When the operator looks at what a redrive would do, naming the stack
+    capsys.readouterr()
+    assert main(["redrive", "ingest", "--stack", "redrive-by-name", "--endpoint-url", moto_endpoint, "--dry-run"]) == 0
+    # Then the dead letter was read from the stack's dead-letter queue, and would go back to its ingest queue
+    out, err = capsys.readouterr()
+    assert f"{BASE}/a" in out
+    assert "1 read (" in err and f"redrive target {stack.queue_url('IngestQueue')}" in err
+    # And a stack that does not exist is one line and exit 2, nothing read
+    assert main(["redrive", "ingest", "--stack", "never-deployed", "--endpoint-url", moto_endpoint]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"sitemap-updater: stack never-deployed does not exist on {moto_endpoint}\n"
