@@ -12,6 +12,7 @@ from sitemap_updater.core.urls import Site, UrlError, parse_sections
 
 _ENV = {
     "site_url": "SITE_URL",
+    "sitemap_base_url": "SITEMAP_BASE_URL",
     "max_urls_per_file": "MAX_URLS_PER_FILE",
     "sections": "SECTIONS",
     "max_files_per_index": "MAX_FILES_PER_INDEX",
@@ -68,6 +69,9 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     site_url: Name
+    # Where the sitemap files are served, when not on the site's own host (the stack's SitemapDomain): the index
+    # names its files there, and the site's robots.txt names the index there (a cross-submission). Empty: the site.
+    sitemap_base_url: str = ""
     max_urls_per_file: Annotated[int, Field(ge=1, le=MAX_URLS_PER_FILE)] = DEFAULT_URLS_PER_FILE
     # Files one index may name: 50,000 (the protocol's limit); lower only to try several index files on a small site.
     max_files_per_index: Annotated[int, Field(ge=1, le=MAX_FILES_PER_INDEX)] = MAX_FILES_PER_INDEX
@@ -139,6 +143,16 @@ class Settings(BaseModel):
             raise ValueError(str(exc)) from exc
         return value
 
+    @field_validator("sitemap_base_url")
+    @classmethod
+    def _valid_sitemap_base(cls, value: str) -> str:
+        if value:
+            try:
+                Site.parse(value)
+            except UrlError as exc:
+                raise ValueError(str(exc)) from exc
+        return value
+
     @field_validator("sections")
     @classmethod
     def _valid_sections(cls, value: str) -> str:
@@ -158,6 +172,11 @@ class Settings(BaseModel):
     @property
     def site(self) -> Site:
         return Site.parse(self.site_url, sections=parse_sections(self.sections))
+
+    @property
+    def files_site(self) -> Site:
+        """Where the sitemap files and index files are served: ``sitemap_base_url``, else the site."""
+        return Site.parse(self.sitemap_base_url) if self.sitemap_base_url else self.site
 
     @property
     def property_url(self) -> str:

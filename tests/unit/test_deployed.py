@@ -82,7 +82,8 @@ def _full(leave_out: str = "") -> tuple[dict[str, str], dict[str, str]]:
     outputs = {key: f"value-of-{key}" for key in OUTPUTS.values() if key != leave_out}
     defaults = load_template(TEMPLATE)["Parameters"]
     parameters = {
-        key: str(defaults[key].get("Default", "")) for key in {**SITE_PARAMETERS, **SERVING_PARAMETERS}.values()
+        key: str(defaults[key].get("Default", ""))
+        for key in [*SITE_PARAMETERS.values(), *SERVING_PARAMETERS.values(), "SitemapDomain"]
     }
     return outputs, parameters | {"SiteUrl": SITE, "Sections": "blog,news", "MaxUrlsPerFile": "500"}
 
@@ -94,6 +95,17 @@ def test_the_settings_are_the_stacks_outputs_and_parameters(cloudformation: Any)
     assert settings.notify_queue_url == "value-of-NotifyQueueUrl"
     assert settings.ingest_dlq_url == "value-of-IngestDeadLetterQueueUrl"
     assert (settings.site_url, settings.sections, settings.max_urls_per_file) == (SITE, "blog,news", 500)
+    # and the index names its files on the site, as the stack's functions do without a domain of their own
+    assert settings.sitemap_base_url == "" and settings.files_site == settings.site
+
+
+def test_a_stacks_sitemap_domain_is_where_the_index_names_its_files(cloudformation: Any) -> None:
+    # Given a stack whose sitemaps are served on a domain of their own
+    outputs, parameters = _full()
+    _create(cloudformation, "site-domain", outputs, parameters | {"SitemapDomain": "sitemaps.example.com"})
+    # Then a command reading it renders the index as the stack's functions do: its files on that domain
+    settings = Settings.from_env(describe_stack("site-domain", cloudformation.client).environment())
+    assert settings.sitemap_base_url == "https://sitemaps.example.com"
 
 
 def test_a_stack_that_does_not_exist_is_named_with_its_region(cloudformation: Any) -> None:

@@ -99,7 +99,7 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
     published = published_indexes(current)
     if named:
         items, result.settling = index_items(named, now, settings.cdn_max_age_seconds * 1_000_000)
-        indexes = render_indexes(pipeline.site.base_url, items, pipeline.limits.max_files_per_index)
+        indexes = render_indexes(pipeline.files.base_url, items, pipeline.limits.max_files_per_index)
         digests = {name: hashlib.sha256(data).hexdigest() for name, data in indexes.items()}
         digest = _digest_text(digests)
         if digest != current:

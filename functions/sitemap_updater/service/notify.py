@@ -251,7 +251,7 @@ def _search_console(
 ) -> None:
     """Submit one index file to Search Console, at most once per interval."""
     settings = pipeline.settings
-    feed = pipeline.site.file_url(index)
+    feed = pipeline.files.file_url(index)  # where the index is served: the site, or the sitemaps' own host
     sent = pipeline.store.sent_records([feed], SEARCH_CONSOLE, now_s).get(feed)
     if sent is not None and sent.quiet_until_s > now_s:
         return  # submitted within the interval; Google re-reads a submitted index by itself

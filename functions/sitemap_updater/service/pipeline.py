@@ -48,8 +48,10 @@ class Pipeline:
     index_dead_letters: Queue | None = None
     notify_dead_letters: Queue | None = None
     site: Site = field(init=False)
+    files: Site = field(init=False)  # where the sitemap files are served: the site, or its sitemaps' own host
     limits: Limits = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "site", self.settings.site)
+        object.__setattr__(self, "files", self.settings.files_site)
         object.__setattr__(self, "limits", self.settings.limits)

@@ -23,9 +23,10 @@ class SweepResult:
 
 def robots_warning(pipeline: Pipeline, http: Http) -> str | None:
     """A warning when the site's robots.txt does not name every index file (the one network call the sweep
-    makes): sitemap.xml, and the further index files of a site past the files one index may name."""
+    makes): sitemap.xml, and the further index files of a site past the files one index may name; on the
+    sitemaps' own host when they have one (a cross-submission)."""
     names = sorted(published_indexes(pipeline.store.index_sha()), key=lambda n: (n != INDEX_NAME, len(n), n))
-    wanted = [pipeline.site.file_url(name) for name in names or [INDEX_NAME]]
+    wanted = [pipeline.files.file_url(name) for name in names or [INDEX_NAME]]
     lines = "; ".join(f"'Sitemap: {url}'" for url in wanted)
     response = http.request("GET", pipeline.site.file_url("robots.txt"))
     if response.status != 200:
@@ -38,7 +39,7 @@ def robots_warning(pipeline: Pipeline, http: Http) -> str | None:
     missing = [url for url in wanted if url not in named]
     if not missing:
         return None
-    if missing == wanted == [pipeline.site.file_url(INDEX_NAME)]:
+    if missing == wanted == [pipeline.files.file_url(INDEX_NAME)]:
         return f"robots.txt does not name the sitemap index; add the line 'Sitemap: {missing[0]}'"
     return "robots.txt does not name every sitemap index file; add " + "; ".join(f"'Sitemap: {u}'" for u in missing)
 

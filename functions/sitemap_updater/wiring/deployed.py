@@ -89,6 +89,9 @@ class DeployedStack:
         values = {variable: self.output(key) for variable, key in OUTPUTS.items()}
         parameters = {**SITE_PARAMETERS, **SERVING_PARAMETERS}
         values |= {variable: self.parameter(key) for variable, key in parameters.items()}
+        # Where the index names its files: as the template derives it from the optional domain of their own.
+        domain = self.parameter("SitemapDomain")
+        values["SITEMAP_BASE_URL"] = f"https://{domain}" if domain else ""
         return values
 
     def site_parameters(self) -> dict[str, str]:
