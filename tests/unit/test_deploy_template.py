@@ -337,3 +337,22 @@ def test_the_shipped_samconfig_deploys_the_stack_with_what_it_needs_and_no_site_
     assert deploy["confirm_changeset"] is True
     assert "SiteUrl" not in deploy.get("parameter_overrides", "")  # never someone else's site by default
     assert not (ROOT / "infra" / "samconfig.example.toml").exists()  # one configuration, not two
+
+
+@pytest.mark.parametrize("webhooks", ["", "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhooks-AbCdEf"])
+def test_every_function_of_the_stack_has_its_errors_alarmed(webhooks: str) -> None:
+    # Given the stack with and without the webhook endpoint
+    built = stack({"SiteUrl": "https://www.example.com", "WebhookSecretArn": webhooks})
+    counted: set[str] = set()
+    for props in built.of_type("AWS::CloudWatch::Alarm").values():
+        metrics = props.get("Metrics", [])
+        used = " ".join(m["Expression"] for m in metrics if "Expression" in m)
+        assert len(metrics) <= 10, "a metric math alarm takes at most 10 metrics"
+        for metric in metrics:
+            stat = metric.get("MetricStat", {}).get("Metric", {})
+            if stat.get("MetricName") == "Errors" and re.search(rf"\b{metric['Id']}\b", used):
+                counted |= {d["Value"] for d in stat["Dimensions"] if d["Name"] == "FunctionName"}
+    # Then every function's errors are in an alarm's expression (a Ref to a function evaluates to "<Name>")
+    functions = set(built.of_type("AWS::Lambda::Function"))
+    assert ("WebhookFunction" in functions) == bool(webhooks) and len(functions) >= 8
+    assert {name for name in functions if f"<{name}>" not in counted} == set()
