@@ -28,7 +28,8 @@ from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
 from sitemap_updater.core.snapshots import written_us as snapshots_written
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
-from sitemap_updater.service.bootstrap import end as bootstrap_end
+from sitemap_updater.ports import ImportHold
+from sitemap_updater.service.bootstrap_release import release as bootstrap_release
 from sitemap_updater.service.ingest import IngestResult, Outcome
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline
@@ -43,6 +44,7 @@ from tests.sim.scheduler import Clock, Faults, LambdaDied, Scheduler, Task
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 ACCOUNT = "123456789012"
+_SIM_EXECUTION = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:sim-bootstrap:sim"
 NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 INDEX_FILE = re.compile(r"sitemap(-index-\d+)?\.xml")  # sitemap.xml and the further index files
 
@@ -467,11 +469,13 @@ class Simulation:
         if window is None or self._import_state == 2:
             return
         if self._import_state == 0 and now >= window[0]:
-            self.store.importing = True  # Begin
+            self.store.importing, self.store.holder = True, ImportHold(_SIM_EXECUTION, "sim", 0)  # Begin
             self._import_state = 1
         if self._import_state == 1 and now >= window[1]:
             while True:  # the state machine retries its end until it completes
-                task = self.sched.spawn("BootstrapEnd", partial(bootstrap_end, self.pipeline, "sim"), True)
+                task = self.sched.spawn(
+                    "BootstrapEnd", partial(bootstrap_release, self.pipeline, "sim", _SIM_EXECUTION), True
+                )
                 while not task.done:
                     task.step()
                     self.result.steps += 1

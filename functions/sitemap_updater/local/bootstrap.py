@@ -2,36 +2,116 @@
 
 It reads the definition from the template and walks its states as Step Functions does, for the parts the
 definition uses: a Task's payload is built from its ``Parameters`` (``.$`` keys are paths: ``$``, ``$.a.b``,
-``$$.Map.Item.Value.x`` and ``States.Format``), its result goes through ``ResultSelector``, ``ResultPath`` and
-``OutputPath``; a Map reads its items with its ``ItemReader`` (S3 ``listObjectsV2`` or a JSON array object),
-builds each with ``ItemSelector`` and runs its one Task per item, retried alone as its ``Retry`` says; a Catch
-of ``States.ALL`` places the error and goes on; a Fail raises; a Wait is noted, not waited (nothing runs
-concurrently here). Every Task runs the real handler, under its function's IAM
-policy as a local run enforces it. Items run one after another: what is measured is the work, not parallelism.
+``$$.Execution.Id``, ``$$.Map.Item.Value.x`` and ``States.Format``), its result goes through ``ResultSelector``,
+``ResultPath`` and ``OutputPath``; a Map reads its items with its ``ItemReader`` (S3 ``listObjectsV2`` or a JSON
+array object), builds each with ``ItemSelector`` and runs its one Task per item, retried alone as its ``Retry``
+says; a ``Catch`` of ``States.ALL`` places the error and goes on (never for ``States.Runtime`` or
+``States.DataLimitExceeded``, which AWS's ``States.ALL`` neither retries nor catches); a Fail fails the execution
+with the error its ``ErrorPath`` names. Every Task runs the real handler, under its function's IAM policy as a
+local run enforces it. Items run one after another: what is measured is the work, not parallelism.
+
+Time is virtual (:class:`Clock`): a Wait and a Retry's interval move it on at once, and so may an injected
+worker. The execution ends as on AWS: SUCCEEDED, FAILED, TIMED_OUT once its ``TimeoutSeconds`` have passed, or
+ABORTED by :meth:`LocalStateMachine.stop` (an operator's StopExecution), with its stop date; no Catch runs for the
+last two. A worker still running when its execution ends keeps running (``StillRunning``: its invocation completes
+when the clock reaches it), as Lambda invocations outlive the execution that made them. Every state's input and
+output and every worker's answer is measured, and one past 256 KiB fails the execution with
+``States.DataLimitExceeded`` as on AWS. :meth:`LocalStateMachine.describe` answers DescribeExecution for the
+worker's scheduled check (``step: check``), and :meth:`LocalStateMachine.check` runs that check.
 """
 
 from __future__ import annotations
 
 import gzip
+import heapq
 import json
 import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
+from botocore.exceptions import ClientError
+
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.local.runner import TEMPLATE, LocalRun
 from sitemap_updater.local.stack import load_template
+from sitemap_updater.ports import ExecutionState
 from sitemap_updater.service.bootstrap import export_prefix
-from sitemap_updater.wiring.pipeline import use_pipeline
+from sitemap_updater.wiring.pipeline import use_executions, use_pipeline
 
 STATE_MACHINE = "BootstrapStateMachine"
+PAYLOAD_LIMIT = 256 * 1024  # bytes of a state's input or output, or of a task's result (Step Functions' quota)
+CAUSE_LIMIT = 32_768  # characters of an error's cause (Step Functions truncates longer ones)
+RUNTIME, DATA_LIMIT, TASK_FAILED = "States.Runtime", "States.DataLimitExceeded", "States.TaskFailed"
+UNCAUGHT = frozenset({RUNTIME, DATA_LIMIT})  # States.ALL neither retries nor catches these
+# What lambda:invoke returns besides the function's answer (its size counts towards the task's result).
+_LAMBDA_RESULT = {
+    "ExecutedVersion": "$LATEST",
+    "SdkHttpMetadata": {
+        "AllHttpHeaders": {"X-Amz-Executed-Version": ["$LATEST"], "x-amzn-Remapped-Content-Length": ["0"],
+                           "Connection": ["keep-alive"], "x-amzn-RequestId": ["00000000-0000-0000-0000-000000000000"],
+                           "Content-Type": ["application/json"], "Date": ["Thu, 26 Nov 2026 10:00:00 GMT"],
+                           "X-Amzn-Trace-Id": ["Root=1-00000000-000000000000000000000000;Sampled=1"]},
+        "HttpStatusCode": 200,
+    },
+    "SdkResponseMetadata": {"RequestId": "00000000-0000-0000-0000-000000000000"},
+    "StatusCode": 200,
+}  # fmt: skip
 _FORMAT = re.compile(r"States\.Format\('([^']*)',\s*(.+)\)")
 
 
-class StepFailed(RuntimeError):
-    """A step failed on every attempt its Retry allows (a Map fails when any item does: no failure tolerated)."""
+class StatesError(Exception):
+    """An error by its Step Functions name (``States.Runtime``, a Lambda's error type, ...) and cause."""
+
+    def __init__(self, error: str, cause: str = "") -> None:
+        super().__init__(f"{error}: {cause}")
+        self.error, self.cause = error, cause[:CAUSE_LIMIT]
+
+
+class StillRunning(Exception):
+    """Raised by an injector: this attempt's invocation keeps running for ``seconds`` and answers then."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"still running for {seconds} s")
+        self.seconds = seconds
+
+
+class _Ended(Exception):
+    pass
+
+
+class Clock:
+    """Virtual time from ``start``; work scheduled for a moment runs when the clock reaches it."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.start = start or datetime.now(UTC)
+        self.seconds = 0.0
+        self._due: list[tuple[float, int, Callable[[], None]]] = []
+        self._count = 0
+
+    def now(self) -> datetime:
+        return self.start + timedelta(seconds=self.seconds)
+
+    def at(self, seconds: float, work: Callable[[], None]) -> None:
+        """Run ``work`` once the clock reaches ``seconds``."""
+        self._count += 1
+        heapq.heappush(self._due, (seconds, self._count, work))
+
+    def advance(self, seconds: float) -> None:
+        """Move on ``seconds``, running what falls due on the way, each at its own moment."""
+        until = self.seconds + seconds
+        while self._due and self._due[0][0] <= until:
+            at, _, work = heapq.heappop(self._due)
+            self.seconds = max(self.seconds, at)
+            work()
+        self.seconds = until
+
+    def pending(self) -> float | None:
+        """When the last scheduled work is due (None: nothing is)."""
+        return max((at for at, _, _ in self._due), default=None)
 
 
 @dataclass(slots=True)
@@ -47,11 +127,28 @@ class MapRun:
 
 @dataclass(slots=True)
 class Execution:
+    arn: str = ""
+    status: str = "RUNNING"  # then SUCCEEDED, FAILED, TIMED_OUT or ABORTED
+    started_s: float = 0.0
+    stopped_s: float | None = None
     output: Any = None
     states: list[str] = field(default_factory=list)
     maps: dict[str, MapRun] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
-    error: Any = None  # what a Fail state was given: the error a Catch placed
+    error: dict[str, str] | None = None  # {"Error", "Cause"} of a failed execution
+    largest: dict[str, int] = field(default_factory=dict)  # bytes: each state's input/output, each step's answer
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One invocation of the worker: when it started and answered (virtual seconds), and its step."""
+
+    execution: str
+    step: str
+    started_s: float
+    ended_s: float
+    answer: dict[str, Any] | None
+    payload: dict[str, Any] = field(default_factory=dict)
 
 
 Injector = Callable[[str, dict[str, Any], int], None]  # (state, payload, attempt): raise to fail that attempt
@@ -69,20 +166,30 @@ class Backend(Protocol):
 class LocalRunBackend:
     """A local stack: the real handler under the worker's IAM policy, the stack's bucket."""
 
-    def __init__(self, local: LocalRun, handler: str, function: str) -> None:
+    def __init__(self, local: LocalRun, handler: str, function: str, machine: LocalStateMachine) -> None:
         from sitemap_updater.local.stack import session
 
-        self.local, self.handler, self.function = local, handler, function
+        self.local, self.handler, self.function, self.machine = local, handler, function, machine
         self.s3 = session().client("s3", endpoint_url=local.endpoint_url)
         self.bucket = local.stack.physical["SitemapBucket"]
 
     def invoke(self, payload: dict[str, Any]) -> dict[str, Any]:
         use_pipeline(self.local.pipeline)
+        use_executions(self)
         try:
             with self.local.iam.acting_as(self.function):
                 return self.local._invoke(self.handler, payload)
         finally:
             use_pipeline(None)
+            use_executions(None)
+
+    def describe(self, arn: str) -> ExecutionState | None:
+        """DescribeExecution, allowed or denied by the worker's policy as IAM would."""
+        policy = self.local.iam.active
+        if policy is not None and not policy.allows("states:DescribeExecution", arn):
+            message = f"User: {policy.function} is not authorized to perform: states:DescribeExecution on {arn}"
+            raise ClientError(cast(Any, {"Error": {"Code": "AccessDeniedException", "Message": message}}), "Describe")
+        return self.machine.describe(arn)
 
     def list_objects(self, prefix: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
@@ -102,11 +209,19 @@ class LocalStateMachine:
 
     FUNCTION = "BootstrapFunction"
 
-    def __init__(self, local: LocalRun | Backend, template: Path | None = None) -> None:
+    def __init__(self, local: LocalRun | Backend, template: Path | None = None, clock: Clock | None = None) -> None:
         resources = load_template(template or TEMPLATE)["Resources"]
         self.definition: dict[str, Any] = resources[STATE_MACHINE]["Properties"]["Definition"]
         self.handler = str(resources[self.FUNCTION]["Properties"]["Handler"])
-        self.backend = LocalRunBackend(local, self.handler, self.FUNCTION) if isinstance(local, LocalRun) else local
+        self.clock = clock or Clock()
+        stack = local.stack.name if isinstance(local, LocalRun) else "local"
+        self.arn_prefix = f"arn:aws:states:us-east-1:123456789012:execution:{stack}-bootstrap:"
+        self.backend: Backend = (
+            LocalRunBackend(local, self.handler, self.FUNCTION, self) if isinstance(local, LocalRun) else local
+        )
+        self.executions: dict[str, Execution] = {}
+        self.calls: list[Call] = []  # every invocation of the worker, in the order they answered
+        self._current: Execution | None = None
 
     def upload(self, run: str, chunks: Sequence[bytes], gzipped: Sequence[int] = ()) -> list[str]:
         """Put the export's chunks where the state machine reads them (those in ``gzipped`` compressed)."""
@@ -118,79 +233,216 @@ class LocalStateMachine:
             names.append(name)
         return names
 
+    # --- the execution's life ---------------------------------------------------------------------------
+    def describe(self, arn: str) -> ExecutionState | None:
+        """What DescribeExecution says of ``arn``: its status and stop date."""
+        found = self.executions.get(arn)
+        if found is None:
+            return None
+        stopped = 0 if found.stopped_s is None else to_micros(self.clock.start + timedelta(seconds=found.stopped_s))
+        return ExecutionState(found.status, stopped)
+
+    def stop(self) -> None:
+        """The operator's StopExecution of the running execution: ABORTED now; no Catch runs, and its workers
+        still running keep running."""
+        if self._current is not None and self._current.status == "RUNNING":
+            self._end(self._current, "ABORTED", self.clock.seconds)
+
+    def check(self) -> dict[str, Any]:
+        """One run of the worker's scheduled check (the template's ``CheckTheImportHold`` event)."""
+        return self._invoke({"step": "check"}, "")
+
+    def _end(self, execution: Execution, status: str, at: float, error: dict[str, str] | None = None) -> None:
+        execution.status, execution.stopped_s, execution.error = status, at, error
+
+    def _tick(self, execution: Execution) -> None:
+        """End the execution here if it was stopped or its time is up."""
+        timeout = self.definition.get("TimeoutSeconds")
+        if execution.status == "RUNNING" and timeout is not None:
+            deadline = execution.started_s + float(timeout)
+            if self.clock.seconds >= deadline:
+                self._end(execution, "TIMED_OUT", deadline, {"Error": "States.Timeout", "Cause": ""})
+        if execution.status != "RUNNING":
+            raise _Ended
+
+    def _advance(self, execution: Execution, seconds: float) -> None:
+        """Let ``seconds`` pass inside the execution (a Wait, a Retry's interval), up to its deadline."""
+        timeout = self.definition.get("TimeoutSeconds")
+        if timeout is not None:
+            seconds = min(seconds, max(0.0, execution.started_s + float(timeout) - self.clock.seconds))
+        self.clock.advance(seconds)
+        self._tick(execution)
+
     def execute(
-        self, run: str, inject: Injector | None = None, before: Callable[[str], None] | None = None
+        self,
+        run: str,
+        inject: Injector | None = None,
+        before: Callable[[str], None] | None = None,
+        name: str | None = None,
     ) -> Execution:
         """One execution with input ``{"run": run}``; ``before(state)`` runs before each top-level state."""
-        execution = Execution()
+        execution = Execution(self.arn_prefix + (name or f"{run}-{len(self.executions) + 1}"))
+        execution.started_s = self.clock.seconds
+        self.executions[execution.arn] = self._current = execution
+        context: dict[str, Any] = {"Execution": {"Id": execution.arn}}
         data: Any = {"run": run}
-        name: str | None = self.definition["StartAt"]
-        while name is not None:
-            state = self.definition["States"][name]
-            if before is not None:
-                before(name)
-            started = time.perf_counter()
-            execution.states.append(name)
-            following = None if state.get("End") else state.get("Next")
-            try:
-                if state["Type"] == "Task":
-                    data, _attempts_made = self._task(name, state, data, {}, inject)
-                elif state["Type"] == "Map":
-                    data = self._map(name, state, data, execution, inject)
-                elif state["Type"] == "Fail":
-                    execution.error = data.get("error") if isinstance(data, dict) else None
-                    raise StepFailed(f"{state.get('Error', 'Failed')}: {state.get('Cause', '')} ({execution.error})")
-                elif state["Type"] != "Wait":
-                    raise StepFailed(f"{name}: a {state['Type']} state is not run locally")
-            except StepFailed as exc:
-                catcher = next((c for c in state.get("Catch", []) if "States.ALL" in c["ErrorEquals"]), None)
-                if catcher is None:
-                    raise
-                error = {"Error": "States.TaskFailed", "Cause": str(exc)}
-                data = _place(data, catcher.get("ResultPath", "$"), error)
-                following = catcher["Next"]
-            execution.seconds[name] = time.perf_counter() - started
-            name = following
-        execution.output = data
+        state_name: str | None = self.definition["StartAt"]
+        try:
+            while state_name is not None:
+                state = self.definition["States"][state_name]
+                if before is not None:
+                    before(state_name)
+                self._tick(execution)
+                started = time.perf_counter()
+                execution.states.append(state_name)
+                self._measure(execution, f"{state_name} input", data)
+                following = None if state.get("End") else state.get("Next")
+                try:
+                    data = self._state(state_name, state, data, context, execution, inject)
+                except StatesError as exc:
+                    catcher = next((c for c in state.get("Catch", []) if _handles(c, exc.error)), None)
+                    if catcher is None:
+                        self._end(execution, "FAILED", self.clock.seconds, {"Error": exc.error, "Cause": exc.cause})
+                        break
+                    data = _place(data, catcher.get("ResultPath", "$"), {"Error": exc.error, "Cause": exc.cause})
+                    following = catcher["Next"]
+                self._measure(execution, f"{state_name} output", data)
+                execution.seconds[state_name] = time.perf_counter() - started
+                if state["Type"] == "Fail":
+                    break
+                state_name = following
+        except _Ended:
+            pass
+        except StatesError as exc:  # an output past the limit: no Catch sees it
+            self._end(execution, "FAILED", self.clock.seconds, {"Error": exc.error, "Cause": exc.cause})
+        if execution.status == "RUNNING":
+            self._end(execution, "SUCCEEDED", self.clock.seconds)
+            execution.output = data
+        self._current = None
         return execution
 
     # --- states ----------------------------------------------------------------------------------------
+    def _state(
+        self,
+        name: str,
+        state: dict[str, Any],
+        data: Any,
+        context: dict[str, Any],
+        execution: Execution,
+        inject: Injector | None,
+    ) -> Any:
+        kind = state["Type"]
+        if kind == "Task":
+            return self._task(name, state, data, context, execution, inject)[0]
+        if kind == "Map":
+            return self._map(name, state, data, context, execution, inject)
+        if kind == "Wait":
+            self._advance(execution, float(state["Seconds"]))
+            return data
+        if kind == "Fail":
+            error = _path(data, state["ErrorPath"], context) if "ErrorPath" in state else state.get("Error", "")
+            cause = _path(data, state["CausePath"], context) if "CausePath" in state else state.get("Cause", "")
+            self._end(execution, "FAILED", self.clock.seconds, {"Error": str(error), "Cause": str(cause)})
+            return data
+        raise StatesError(RUNTIME, f"{name}: a {kind} state is not run locally")
+
+    def _invoke(self, payload: dict[str, Any], execution: str) -> dict[str, Any]:
+        started = self.clock.seconds
+        answer = self.backend.invoke(payload)
+        self.calls.append(Call(execution, str(payload.get("step", "")), started, self.clock.seconds, answer, payload))
+        return answer
+
     def _task(
-        self, name: str, state: dict[str, Any], data: Any, context: dict[str, Any], inject: Injector | None
+        self,
+        name: str,
+        state: dict[str, Any],
+        data: Any,
+        context: dict[str, Any],
+        execution: Execution,
+        inject: Injector | None,
+        background: list[float] | None = None,
     ) -> tuple[Any, int]:
-        """The state's output, and how many attempts it took."""
+        """The state's output, and how many attempts it took. With ``background``, an attempt that is
+        ``StillRunning`` answers later (its moment is added to it) and this returns (None, attempts)."""
         parameters = _evaluate(state.get("Parameters", {}), data, context)
         payload = parameters.get("Payload", data)
-        attempts = _attempts(state)
+        attempts, interval, backoff = _retry(state)
         for attempt in range(1, attempts + 1):
             try:
-                if inject is not None:
-                    inject(name, payload, attempt)
-                result: Any = {"Payload": self.backend.invoke(payload)}
+                if inject is not None:  # it may stop the execution, or move the clock past its end, meanwhile:
+                    inject(name, payload, attempt)  # a worker that started writes all the same
+                result: Any = {**_LAMBDA_RESULT, "Payload": self._invoke(payload, execution.arn)}
+                self._tick(execution)
                 break
+            except StillRunning as later:
+                if background is None:
+                    raise StatesError(RUNTIME, f"{name}: only a map item runs in the background") from later
+                at = self.clock.seconds + later.seconds
+                self.clock.at(at, lambda: self._late(payload, execution.arn))
+                background.append(at)
+                return None, attempt
+            except (_Ended, StatesError):
+                raise
             except Exception as exc:
                 if attempt == attempts:
-                    raise StepFailed(f"{name} failed {attempts} times: {type(exc).__name__}: {exc}") from exc
+                    cause = json.dumps({"errorMessage": str(exc), "errorType": type(exc).__name__})
+                    raise StatesError(type(exc).__name__, cause) from exc
+                self._advance(execution, interval * backoff ** (attempt - 1))
+        self._measure(execution, f"{name} result", result)
         if "ResultSelector" in state:
             result = _evaluate(state["ResultSelector"], result, context)
         output = _place(data, state.get("ResultPath", "$"), result)
         return (_path(output, state["OutputPath"], context) if "OutputPath" in state else output), attempt
 
-    def _map(self, name: str, state: dict[str, Any], data: Any, execution: Execution, inject: Injector | None) -> Any:
+    def _late(self, payload: dict[str, Any], execution: str) -> None:
+        """A worker that kept running answers now (whatever became of its execution meanwhile)."""
+        try:
+            self._invoke(payload, execution)
+        except Exception as exc:
+            self.calls.append(Call(execution, f"{payload.get('step', '')} failed: {exc}", self.clock.seconds,
+                                   self.clock.seconds, None))  # fmt: skip
+
+    def _map(
+        self,
+        name: str,
+        state: dict[str, Any],
+        data: Any,
+        context: dict[str, Any],
+        execution: Execution,
+        inject: Injector | None,
+    ) -> Any:
         run = execution.maps.setdefault(name, MapRun())
         started = time.perf_counter()
         processor = state["ItemProcessor"]
         inner = processor["States"][processor["StartAt"]]
-        for item in self._items(state["ItemReader"], data):
-            context = {"Map": {"Item": {"Value": item}}}
-            payload = _evaluate(state["ItemSelector"], data, context) if "ItemSelector" in state else item
-            output, tries = self._task(processor["StartAt"], inner, payload, context, inject)
-            run.results.append(output)
-            run.items += 1
-            run.attempts += tries
-            if tries > 1:
-                run.retried.append(json.dumps(payload, sort_keys=True))
-        run.seconds += time.perf_counter() - started
+        background: list[float] = []
+        try:
+            for item in self._items(state["ItemReader"], data):
+                self._tick(execution)  # a stopped execution starts no more children
+                item_context = {**context, "Map": {"Item": {"Value": item}}}
+                payload = _evaluate(state["ItemSelector"], data, item_context) if "ItemSelector" in state else item
+                self._measure(execution, f"{name} item input", payload)
+                try:
+                    output, tries = self._task(
+                        processor["StartAt"], inner, payload, item_context, execution, inject, background
+                    )
+                except StatesError as exc:
+                    if exc.error in UNCAUGHT:
+                        raise
+                    # A child failed on every attempt: no failure is tolerated, the map fails (its children
+                    # still running are stopped; their Lambda invocations run on).
+                    raise StatesError("States.ExceedToleratedFailureThreshold", exc.cause) from exc
+                run.items += 1
+                run.attempts += tries
+                if output is not None:
+                    self._measure(execution, f"{name} item output", output)
+                    run.results.append(output)
+                if tries > 1:
+                    run.retried.append(json.dumps(payload, sort_keys=True))
+            if background:  # the map waits for its children still running
+                self._advance(execution, max(background) - self.clock.seconds)
+        finally:
+            run.seconds += time.perf_counter() - started
         if "ResultWriter" in state:  # as Step Functions writes them: one object of the succeeded items
             prefix = _evaluate(state["ResultWriter"].get("Parameters", {}), data, {}).get("Prefix", "")
             self.backend.put_object(f"{prefix}/local/SUCCEEDED_0.json", json.dumps(run.results).encode())
@@ -203,17 +455,32 @@ class LocalStateMachine:
         if reader["Resource"].endswith(":s3:getObject"):
             found = json.loads(self.backend.get_object(parameters["Key"]))
             if not isinstance(found, list):
-                raise StepFailed(f"{parameters['Key']}: a JSON ItemReader needs an array")
+                raise StatesError("States.ItemReaderFailed", f"{parameters['Key']}: a JSON ItemReader needs an array")
             return found
-        raise StepFailed(f"ItemReader {reader['Resource']} is not run locally")
+        raise StatesError(RUNTIME, f"ItemReader {reader['Resource']} is not run locally")
+
+    @staticmethod
+    def _measure(execution: Execution, where: str, value: Any) -> None:
+        """Note the JSON size of ``value``; past Step Functions' limit, the execution fails as on AWS."""
+        size = len(json.dumps(value, separators=(",", ":")).encode())
+        execution.largest[where] = max(execution.largest.get(where, 0), size)
+        if size > PAYLOAD_LIMIT:
+            raise StatesError(DATA_LIMIT, f"{where}: {size:,} bytes, past the {PAYLOAD_LIMIT:,} a state may hold")
 
 
-def _attempts(state: dict[str, Any]) -> int:
-    """Attempts a Task's Retry allows for any error (``States.ALL``): its MaxAttempts retries plus the first."""
+def _handles(catcher: dict[str, Any], error: str) -> bool:
+    names = catcher.get("ErrorEquals", [])
+    return error in names or ("States.ALL" in names and error not in UNCAUGHT)
+
+
+def _retry(state: dict[str, Any]) -> tuple[int, float, float]:
+    """Attempts a Task's Retry allows for any error (``States.ALL``): its MaxAttempts retries plus the first; its
+    interval and backoff rate."""
     for retrier in state.get("Retry", []):
         if "States.ALL" in retrier.get("ErrorEquals", []):
-            return 1 + int(retrier.get("MaxAttempts", 3))
-    return 1
+            return (1 + int(retrier.get("MaxAttempts", 3)), float(retrier.get("IntervalSeconds", 1)),
+                    float(retrier.get("BackoffRate", 2)))  # fmt: skip
+    return 1, 0.0, 1.0
 
 
 def _evaluate(template: Any, data: Any, context: dict[str, Any]) -> Any:
