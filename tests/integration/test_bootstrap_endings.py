@@ -20,6 +20,7 @@ from sitemap_updater.local.bootstrap import (
     StillRunning,
 )
 from sitemap_updater.local.runner import LocalRun
+from sitemap_updater.ports import ImportHold
 from sitemap_updater.service.bootstrap_release import RELEASE_AFTER_S
 from tests.conftest import BASE, event, reference_site
 from tests.integration.conftest import FIXED_NOW, LocalRunFactory, bodies
@@ -220,3 +221,21 @@ def test_an_operator_stop_mid_map_is_released_after_the_running_worker_and_a_new
 def assert_refusal(execution: Execution, holder: str) -> bool:
     assert execution.error is not None and execution.error["Error"] == "BootstrapError"
     return holder in execution.error["Cause"] and "holds the import" in execution.error["Cause"]
+
+
+def test_the_import_item_is_taken_and_deleted_only_by_its_own_execution_on_dynamodb(
+    local_run: LocalRunFactory,
+) -> None:
+    store = local_run(MAX_URLS).pipeline.store
+    mine, other = (
+        "arn:aws:states:us-east-1:1:execution:s-bootstrap:a",
+        "arn:aws:states:us-east-1:1:execution:s-bootstrap:b",
+    )
+    assert store.begin_import(ImportHold(mine, "run", 5)) and store.begin_import(ImportHold(mine, "run", 9))
+    assert not store.begin_import(ImportHold(other, "run", 7))
+    assert store.import_hold() == ImportHold(mine, "run", 5) and store.import_running()
+    assert store.oldest_parked_us() is None
+    assert store.park(f"{12:016x}#m-2", [("blog", "b")]) and store.park(f"{11:016x}#m-1", [("docs", "a")])
+    assert store.oldest_parked_us() == 11
+    assert not store.end_import(other) and store.import_hold() is not None
+    assert store.end_import(mine) and store.import_hold() is None and not store.end_import(mine)
