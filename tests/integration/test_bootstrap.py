@@ -4,7 +4,10 @@ chunks of an export in, the same files as the reference build out, whatever the 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.local.bootstrap import LocalStateMachine
@@ -192,3 +195,22 @@ def test_a_parked_batch_of_ten_large_rebuild_requests_fits_dynamodb_s_item_limit
     for parked_id, _ in parked:
         store.unpark(parked_id)
     assert store.parked() == []
+
+
+@pytest.mark.parametrize(("before", "after"), [(10, 4), (4, 10)])
+def test_a_bootstrap_of_an_empty_export_moves_a_live_site_to_a_new_max_urls_per_file_at_once(
+    local_run: LocalRunFactory, before: int, after: int
+) -> None:
+    # Given a live site of 200 pages published with files of `before` URLs
+    run = local_run(before)
+    pages = [event(f"{BASE}/{s}/p{i}", version=1, lastmod="2026-11-11") for s in ("blog", "docs") for i in range(100)]
+    run.send_wave(bodies(pages))
+    assert run.published() == reference_site(pages, Limits(max_urls=before)).all_bytes()
+    # When the stack is updated to `after` URLs a file (every function's settings) and a bootstrap runs on an
+    # empty export
+    run.pipeline = replace(run.pipeline, settings=run.pipeline.settings.model_copy(update={"max_urls_per_file": after}))
+    execution = LocalStateMachine(run).execute("relayout")
+    run.drain()
+    # Then every file is the one a build with the new limit makes, and no file of the old layout is left
+    assert execution.status == "SUCCEEDED" and execution.maps["LoadChunks"].items == 0
+    assert run.published() == reference_site(pages, Limits(max_urls=after)).all_bytes()
