@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from sitemap_updater.core.moments import to_micros
+from sitemap_updater.core.sharding import KEY_SPACE, KeyRange
 from sitemap_updater.ports import ExecutionState, ImportHold
 from sitemap_updater.service import bootstrap
 from sitemap_updater.service.bootstrap_release import RELEASE_AFTER_S, check, release
@@ -123,3 +124,18 @@ def test_the_check_sends_requests_left_parked_when_nothing_holds_the_import() ->
     before = check(pipeline, Executions())
     assert (before.holder, before.released, before.replayed, before.oldest_parked_s) == ("", False, 1, 0)
     assert len(stack.queues["rebuild"].messages) == 1
+
+
+def test_an_execution_redriven_after_its_release_may_not_render_or_retire() -> None:
+    # Its hold was released (rebuilds run again): a range rendered now would race them
+    now = [NOW]
+    stack, pipeline = _held(now)
+    release(pipeline, "run", MINE)
+    whole = KeyRange(0, KEY_SPACE, 0)
+    with pytest.raises(bootstrap.BootstrapError, match="does not hold the import"):
+        bootstrap.render_range(pipeline, "blog", whole, MINE)
+    with pytest.raises(bootstrap.BootstrapError, match="does not hold the import"):
+        bootstrap.finish(pipeline, "run", MINE)
+    assert stack.s3.objects == {} and stack.store.files() == []
+    bootstrap.begin(pipeline, "run", OTHER)  # a new execution holds it: its ranges are rendered
+    assert bootstrap.render_range(pipeline, "blog", whole, OTHER).section == "blog"
