@@ -23,13 +23,11 @@ worker's scheduled check (``step: check``), and :meth:`LocalStateMachine.check` 
 from __future__ import annotations
 
 import gzip
-import heapq
 import json
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -37,81 +35,31 @@ from botocore.exceptions import ClientError
 
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.local.runner import TEMPLATE, LocalRun
+from sitemap_updater.local.sfn import (
+    DATA_LIMIT,
+    LAMBDA_RESULT,
+    PAYLOAD_LIMIT,
+    RUNTIME,
+    UNCAUGHT,
+    Clock,
+    Ended,
+    StatesError,
+    StillRunning,
+    evaluate,
+    handles,
+    path,
+    place,
+    retry_of,
+    size,
+)
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.ports import ExecutionState
 from sitemap_updater.service.bootstrap import export_prefix
 from sitemap_updater.wiring.pipeline import use_executions, use_pipeline
 
+__all__ = ["DATA_LIMIT", "PAYLOAD_LIMIT", "RUNTIME", "Clock", "Execution", "LocalStateMachine", "StatesError",
+           "StillRunning"]  # fmt: skip
 STATE_MACHINE = "BootstrapStateMachine"
-PAYLOAD_LIMIT = 256 * 1024  # bytes of a state's input or output, or of a task's result (Step Functions' quota)
-CAUSE_LIMIT = 32_768  # characters of an error's cause (Step Functions truncates longer ones)
-RUNTIME, DATA_LIMIT, TASK_FAILED = "States.Runtime", "States.DataLimitExceeded", "States.TaskFailed"
-UNCAUGHT = frozenset({RUNTIME, DATA_LIMIT})  # States.ALL neither retries nor catches these
-# What lambda:invoke returns besides the function's answer (its size counts towards the task's result).
-_LAMBDA_RESULT = {
-    "ExecutedVersion": "$LATEST",
-    "SdkHttpMetadata": {
-        "AllHttpHeaders": {"X-Amz-Executed-Version": ["$LATEST"], "x-amzn-Remapped-Content-Length": ["0"],
-                           "Connection": ["keep-alive"], "x-amzn-RequestId": ["00000000-0000-0000-0000-000000000000"],
-                           "Content-Type": ["application/json"], "Date": ["Thu, 26 Nov 2026 10:00:00 GMT"],
-                           "X-Amzn-Trace-Id": ["Root=1-00000000-000000000000000000000000;Sampled=1"]},
-        "HttpStatusCode": 200,
-    },
-    "SdkResponseMetadata": {"RequestId": "00000000-0000-0000-0000-000000000000"},
-    "StatusCode": 200,
-}  # fmt: skip
-_FORMAT = re.compile(r"States\.Format\('([^']*)',\s*(.+)\)")
-
-
-class StatesError(Exception):
-    """An error by its Step Functions name (``States.Runtime``, a Lambda's error type, ...) and cause."""
-
-    def __init__(self, error: str, cause: str = "") -> None:
-        super().__init__(f"{error}: {cause}")
-        self.error, self.cause = error, cause[:CAUSE_LIMIT]
-
-
-class StillRunning(Exception):
-    """Raised by an injector: this attempt's invocation keeps running for ``seconds`` and answers then."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"still running for {seconds} s")
-        self.seconds = seconds
-
-
-class _Ended(Exception):
-    pass
-
-
-class Clock:
-    """Virtual time from ``start``; work scheduled for a moment runs when the clock reaches it."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.start = start or datetime.now(UTC)
-        self.seconds = 0.0
-        self._due: list[tuple[float, int, Callable[[], None]]] = []
-        self._count = 0
-
-    def now(self) -> datetime:
-        return self.start + timedelta(seconds=self.seconds)
-
-    def at(self, seconds: float, work: Callable[[], None]) -> None:
-        """Run ``work`` once the clock reaches ``seconds``."""
-        self._count += 1
-        heapq.heappush(self._due, (seconds, self._count, work))
-
-    def advance(self, seconds: float) -> None:
-        """Move on ``seconds``, running what falls due on the way, each at its own moment."""
-        until = self.seconds + seconds
-        while self._due and self._due[0][0] <= until:
-            at, _, work = heapq.heappop(self._due)
-            self.seconds = max(self.seconds, at)
-            work()
-        self.seconds = until
-
-    def pending(self) -> float | None:
-        """When the last scheduled work is due (None: nothing is)."""
-        return max((at for at, _, _ in self._due), default=None)
 
 
 @dataclass(slots=True)
@@ -263,7 +211,7 @@ class LocalStateMachine:
             if self.clock.seconds >= deadline:
                 self._end(execution, "TIMED_OUT", deadline, {"Error": "States.Timeout", "Cause": ""})
         if execution.status != "RUNNING":
-            raise _Ended
+            raise Ended
 
     def _advance(self, execution: Execution, seconds: float) -> None:
         """Let ``seconds`` pass inside the execution (a Wait, a Retry's interval), up to its deadline."""
@@ -300,18 +248,18 @@ class LocalStateMachine:
                 try:
                     data = self._state(state_name, state, data, context, execution, inject)
                 except StatesError as exc:
-                    catcher = next((c for c in state.get("Catch", []) if _handles(c, exc.error)), None)
+                    catcher = next((c for c in state.get("Catch", []) if handles(c, exc.error)), None)
                     if catcher is None:
                         self._end(execution, "FAILED", self.clock.seconds, {"Error": exc.error, "Cause": exc.cause})
                         break
-                    data = _place(data, catcher.get("ResultPath", "$"), {"Error": exc.error, "Cause": exc.cause})
+                    data = place(data, catcher.get("ResultPath", "$"), {"Error": exc.error, "Cause": exc.cause})
                     following = catcher["Next"]
                 self._measure(execution, f"{state_name} output", data)
                 execution.seconds[state_name] = time.perf_counter() - started
                 if state["Type"] == "Fail":
                     break
                 state_name = following
-        except _Ended:
+        except Ended:
             pass
         except StatesError as exc:  # an output past the limit: no Catch sees it
             self._end(execution, "FAILED", self.clock.seconds, {"Error": exc.error, "Cause": exc.cause})
@@ -340,8 +288,8 @@ class LocalStateMachine:
             self._advance(execution, float(state["Seconds"]))
             return data
         if kind == "Fail":
-            error = _path(data, state["ErrorPath"], context) if "ErrorPath" in state else state.get("Error", "")
-            cause = _path(data, state["CausePath"], context) if "CausePath" in state else state.get("Cause", "")
+            error = path(data, state["ErrorPath"], context) if "ErrorPath" in state else state.get("Error", "")
+            cause = path(data, state["CausePath"], context) if "CausePath" in state else state.get("Cause", "")
             self._end(execution, "FAILED", self.clock.seconds, {"Error": str(error), "Cause": str(cause)})
             return data
         raise StatesError(RUNTIME, f"{name}: a {kind} state is not run locally")
@@ -364,14 +312,14 @@ class LocalStateMachine:
     ) -> tuple[Any, int]:
         """The state's output, and how many attempts it took. With ``background``, an attempt that is
         ``StillRunning`` answers later (its moment is added to it) and this returns (None, attempts)."""
-        parameters = _evaluate(state.get("Parameters", {}), data, context)
+        parameters = evaluate(state.get("Parameters", {}), data, context)
         payload = parameters.get("Payload", data)
-        attempts, interval, backoff = _retry(state)
+        attempts, interval, backoff = retry_of(state)
         for attempt in range(1, attempts + 1):
             try:
                 if inject is not None:  # it may stop the execution, or move the clock past its end, meanwhile:
                     inject(name, payload, attempt)  # a worker that started writes all the same
-                result: Any = {**_LAMBDA_RESULT, "Payload": self._invoke(payload, execution.arn)}
+                result: Any = {**LAMBDA_RESULT, "Payload": self._invoke(payload, execution.arn)}
                 self._tick(execution)
                 break
             except StillRunning as later:
@@ -381,7 +329,7 @@ class LocalStateMachine:
                 self.clock.at(at, lambda: self._late(payload, execution.arn))
                 background.append(at)
                 return None, attempt
-            except (_Ended, StatesError):
+            except (Ended, StatesError):
                 raise
             except Exception as exc:
                 if attempt == attempts:
@@ -390,9 +338,9 @@ class LocalStateMachine:
                 self._advance(execution, interval * backoff ** (attempt - 1))
         self._measure(execution, f"{name} result", result)
         if "ResultSelector" in state:
-            result = _evaluate(state["ResultSelector"], result, context)
-        output = _place(data, state.get("ResultPath", "$"), result)
-        return (_path(output, state["OutputPath"], context) if "OutputPath" in state else output), attempt
+            result = evaluate(state["ResultSelector"], result, context)
+        output = place(data, state.get("ResultPath", "$"), result)
+        return (path(output, state["OutputPath"], context) if "OutputPath" in state else output), attempt
 
     def _late(self, payload: dict[str, Any], execution: str) -> None:
         """A worker that kept running answers now (whatever became of its execution meanwhile)."""
@@ -420,7 +368,7 @@ class LocalStateMachine:
             for item in self._items(state["ItemReader"], data):
                 self._tick(execution)  # a stopped execution starts no more children
                 item_context = {**context, "Map": {"Item": {"Value": item}}}
-                payload = _evaluate(state["ItemSelector"], data, item_context) if "ItemSelector" in state else item
+                payload = evaluate(state["ItemSelector"], data, item_context) if "ItemSelector" in state else item
                 self._measure(execution, f"{name} item input", payload)
                 try:
                     output, tries = self._task(
@@ -444,12 +392,12 @@ class LocalStateMachine:
         finally:
             run.seconds += time.perf_counter() - started
         if "ResultWriter" in state:  # as Step Functions writes them: one object of the succeeded items
-            prefix = _evaluate(state["ResultWriter"].get("Parameters", {}), data, {}).get("Prefix", "")
+            prefix = evaluate(state["ResultWriter"].get("Parameters", {}), data, {}).get("Prefix", "")
             self.backend.put_object(f"{prefix}/local/SUCCEEDED_0.json", json.dumps(run.results).encode())
-        return _place(data, state.get("ResultPath", "$"), run.results)
+        return place(data, state.get("ResultPath", "$"), run.results)
 
     def _items(self, reader: dict[str, Any], data: Any) -> list[Any]:
-        parameters = _evaluate(reader.get("Parameters", {}), data, {})
+        parameters = evaluate(reader.get("Parameters", {}), data, {})
         if reader["Resource"].endswith(":s3:listObjectsV2"):
             return self.backend.list_objects(parameters.get("Prefix", ""))
         if reader["Resource"].endswith(":s3:getObject"):
@@ -462,63 +410,7 @@ class LocalStateMachine:
     @staticmethod
     def _measure(execution: Execution, where: str, value: Any) -> None:
         """Note the JSON size of ``value``; past Step Functions' limit, the execution fails as on AWS."""
-        size = len(json.dumps(value, separators=(",", ":")).encode())
-        execution.largest[where] = max(execution.largest.get(where, 0), size)
-        if size > PAYLOAD_LIMIT:
-            raise StatesError(DATA_LIMIT, f"{where}: {size:,} bytes, past the {PAYLOAD_LIMIT:,} a state may hold")
-
-
-def _handles(catcher: dict[str, Any], error: str) -> bool:
-    names = catcher.get("ErrorEquals", [])
-    return error in names or ("States.ALL" in names and error not in UNCAUGHT)
-
-
-def _retry(state: dict[str, Any]) -> tuple[int, float, float]:
-    """Attempts a Task's Retry allows for any error (``States.ALL``): its MaxAttempts retries plus the first; its
-    interval and backoff rate."""
-    for retrier in state.get("Retry", []):
-        if "States.ALL" in retrier.get("ErrorEquals", []):
-            return (1 + int(retrier.get("MaxAttempts", 3)), float(retrier.get("IntervalSeconds", 1)),
-                    float(retrier.get("BackoffRate", 2)))  # fmt: skip
-    return 1, 0.0, 1.0
-
-
-def _evaluate(template: Any, data: Any, context: dict[str, Any]) -> Any:
-    """A Parameters-like object with its ``.$`` keys' paths resolved."""
-    if isinstance(template, dict):
-        out: dict[str, Any] = {}
-        for key, value in template.items():
-            if key.endswith(".$"):
-                out[key[:-2]] = _value(str(value), data, context)
-            elif isinstance(value, dict) and ("Ref" in value or "Fn::GetAtt" in value):
-                out[key] = value  # a resource name: the local run knows its own
-            else:
-                out[key] = _evaluate(value, data, context)
-        return out
-    return template
-
-
-def _value(expression: str, data: Any, context: dict[str, Any]) -> Any:
-    formatted = _FORMAT.fullmatch(expression)
-    if formatted:
-        template, argument = formatted.groups()
-        return template.replace("{}", str(_value(argument.strip(), data, context)), 1)
-    return _path(data, expression, context)
-
-
-def _path(data: Any, path: str, context: dict[str, Any]) -> Any:
-    root, rest = (context, path[2:]) if path.startswith("$$") else (data, path[1:])
-    for part in [p for p in rest.split(".") if p]:
-        root = root[part]
-    return root
-
-
-def _place(data: Any, path: str | None, result: Any) -> Any:
-    """``ResultPath``: null keeps the input, ``$`` replaces it, ``$.x`` sets one field."""
-    if path is None:
-        return data
-    if path == "$":
-        return result
-    placed = dict(data)
-    placed[path.removeprefix("$.")] = result
-    return placed
+        measured = size(value)
+        execution.largest[where] = max(execution.largest.get(where, 0), measured)
+        if measured > PAYLOAD_LIMIT:
+            raise StatesError(DATA_LIMIT, f"{where}: {measured:,} bytes, past the {PAYLOAD_LIMIT:,} a state may hold")
