@@ -217,7 +217,7 @@ def section(data: dict[str, Any]) -> list[str]:
         "| step | invocations | CPU (s) | write units | read units | S3 PUTs | peak memory of one worker (MB) |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for step in ("begin", "chunk", "plan", "render", "finish"):
+    for step in ("begin", "chunk", "plan", "render", "finish", "release"):
         u = data["usage"].get(f"bootstrap:{step}")
         if u is None:
             continue

@@ -305,6 +305,10 @@ class Meter:
             "put_index_sha": ("PutItem", small_write),
             "import_running": ("GetItem", small_read),
             "set_import_running": ("PutItem", small_write),  # or DeleteItem when done: one small item either way
+            "import_hold": ("GetItem", small_read),
+            "begin_import": ("UpdateItem", small_write),
+            "end_import": ("DeleteItem", small_write),
+            "oldest_parked_us": ("Query", small_read),
             "park": ("TransactWriteItems", park),
             "parked": ("Query", parked),
             "unpark": ("DeleteItem", small_write),

@@ -25,6 +25,30 @@ class FanOut(Protocol):
     def __call__(self, task: Callable[[_Item], _Result], items: Sequence[_Item], /) -> list[_Result]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ImportHold:
+    """Who holds the import (rebuild requests are parked meanwhile): a bootstrap's execution ARN, its run and when
+    it began; an ``import`` from the command line holds it with no execution."""
+
+    execution: str
+    run: str
+    began_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionState:
+    """A Step Functions execution as DescribeExecution tells it: its status, and when it stopped (0: it has not)."""
+
+    status: str  # RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED or PENDING_REDRIVE
+    stopped_us: int
+
+
+class Executions(Protocol):
+    """The bootstrap state machine's executions (Step Functions on AWS, the local harness's own in local runs)."""
+
+    def describe(self, arn: str) -> ExecutionState | None: ...  # None: no such execution (gone after 90 days)
+
+
 class Manifest(Protocol):
     """The manifest table: page states, per-section entries, published-file records, counters and what the
     notifiers sent or hold back (``adapters/manifest.py`` documents each item and condition)."""
@@ -63,7 +87,11 @@ class Manifest(Protocol):
     def index_sha(self) -> str | None: ...
     def put_index_sha(self, sha256: str, generation: int) -> None: ...
     def import_running(self) -> bool: ...
-    def set_import_running(self, running: bool) -> None: ...
+    def set_import_running(self, running: bool, began_us: int = 0) -> None: ...
+    def import_hold(self) -> ImportHold | None: ...
+    def begin_import(self, hold: ImportHold) -> bool: ...
+    def end_import(self, execution: str) -> bool: ...
+    def oldest_parked_us(self) -> int | None: ...
     def park(self, parked_id: str, messages: list[tuple[str, str]]) -> bool: ...
     def parked(self) -> list[tuple[str, list[tuple[str, str]]]]: ...
     def unpark(self, parked_id: str) -> None: ...

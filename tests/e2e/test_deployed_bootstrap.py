@@ -40,7 +40,8 @@ def test_a_bootstrap_execution_publishes_its_export() -> None:
     execution = states.start_execution(
         stateMachineArn=outputs["BootstrapStateMachineArn"], input=json.dumps({"run": run})
     )["executionArn"]
-    deadline = time.monotonic() + 900  # the state machine waits out running rebuilds for 150 s
+    # The state machine waits out running rebuilds for 150 s, and its own workers for 960 s before its release
+    deadline = time.monotonic() + 1800
     status = "RUNNING"
     while status == "RUNNING" and time.monotonic() < deadline:
         time.sleep(10)

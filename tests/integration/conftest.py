@@ -35,11 +35,13 @@ def local_run(moto_endpoint: str, request: pytest.FixtureRequest) -> Iterator[Lo
     runs: list[LocalRun] = []
     counter = iter(range(1000))
 
-    def make(max_urls_per_file: int | None = None, sections: str = SECTIONS) -> LocalRun:
+    def make(
+        max_urls_per_file: int | None = None, sections: str = SECTIONS, clock: Callable[[], datetime] | None = None
+    ) -> LocalRun:
         name = f"t{abs(hash(request.node.nodeid)) % 10**8}-{next(counter)}"
         parameters = {"Sections": sections} if sections else None
         run = LocalRun(
-            BASE, max_urls_per_file, moto_endpoint, clock=lambda: FIXED_NOW, name=name, parameters=parameters
+            BASE, max_urls_per_file, moto_endpoint, clock=clock or (lambda: FIXED_NOW), name=name, parameters=parameters
         )
         runs.append(run)
         return run

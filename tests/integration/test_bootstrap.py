@@ -4,12 +4,13 @@ chunks of an export in, the same files as the reference build out, whatever the 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from sitemap_updater.core.sharding import Limits
-from sitemap_updater.local.bootstrap import LocalStateMachine, StepFailed
+from sitemap_updater.local.bootstrap import LocalStateMachine
 from tests.conftest import BASE, event, reference_site
 from tests.integration.conftest import LocalRunFactory, bodies
 from tests.integration.test_dead_letters import _dead_letters
@@ -48,7 +49,7 @@ def test_a_bootstrap_publishes_what_a_build_of_the_export_does(local_run: LocalR
     assert run.published() == reference_site(pages, Limits(max_urls=MAX_URLS)).all_bytes()
     stale = sum(r["outcomes"].get("stale", 0) for r in execution.maps["LoadChunks"].results)
     assert stale == len(older)
-    assert execution.output["replayed"] == 0
+    assert execution.output["release"]["replayed"] == 0
 
 
 def test_a_failed_chunk_is_retried_alone(local_run: LocalRunFactory) -> None:
@@ -84,9 +85,11 @@ def test_a_chunk_failing_on_every_attempt_fails_the_execution_before_anything_is
         if state == "LoadChunk" and payload["key"] == names[1]:
             raise RuntimeError("the object cannot be read")
 
-    with pytest.raises(StepFailed, match="BootstrapFailed") as failed:
-        machine.execute("broken", inject=inject)
-    assert "LoadChunk failed 5 times" in str(failed.value)
+    failed = machine.execute("broken", inject=inject)
+    assert failed.status == "FAILED"
+    assert failed.error is not None and failed.error["Error"] == "States.ExceedToleratedFailureThreshold"
+    assert "the object cannot be read" in failed.error["Cause"]
+    assert failed.states[-3:] == ["WaitAfterFailure", "ReleaseAfterFailure", "Failed"]
     # The failure ended the import: nothing stays parked, no rebuild is held back
     assert not run.pipeline.store.import_running()
     run.drain()
@@ -121,7 +124,7 @@ def test_changes_arriving_during_a_bootstrap_are_published_and_never_overwritten
     execution = machine.execute("live", before=before)
     run.drain()
     # Then the site shows the newest state of every page, the live-only page included
-    assert execution.output["replayed"] >= 1
+    assert execution.output["release"]["replayed"] >= 1
     expected = [p for p in pages if p["url"] != newer["url"]] + [newer, fresh]
     assert run.published() == reference_site(expected, Limits(max_urls=MAX_URLS)).all_bytes()
 
@@ -147,9 +150,9 @@ def test_an_object_that_is_not_an_export_of_page_events_fails_with_its_reason_an
     run = local_run(MAX_URLS)
     machine = LocalStateMachine(run)
     machine.upload("wrong", [b"id,title\n1,Home\n2,About\n" + json.dumps(event(f"{BASE}/blog/a")).encode()])
-    with pytest.raises(StepFailed, match="3 of 4 events were rejected") as failed:
-        machine.execute("wrong")
-    assert "line 1: " in str(failed.value)
+    failed = machine.execute("wrong")
+    assert failed.status == "FAILED" and failed.error is not None
+    assert "3 of 4 events were rejected" in failed.error["Cause"] and "line 1: " in failed.error["Cause"]
     assert _dead_letters(run, "IngestDeadLetterQueue") == []
     assert not run.pipeline.store.import_running()
 
@@ -168,8 +171,7 @@ def test_a_run_that_failed_while_rendering_resumes_with_its_plan(local_run: Loca
             if calls[0] != calls[-1] and len(set(calls)) == 2:
                 raise RuntimeError("the worker died")
 
-    with pytest.raises(StepFailed, match="BootstrapFailed"):
-        machine.execute("resume", inject=inject)
+    assert machine.execute("resume", inject=inject).status == "FAILED"
     run.drain()
     written = {name: data for name, data in run.published().items() if name != "sitemap.xml"}
     assert written  # the first range's files are out, and named by the index
@@ -193,3 +195,22 @@ def test_a_parked_batch_of_ten_large_rebuild_requests_fits_dynamodb_s_item_limit
     for parked_id, _ in parked:
         store.unpark(parked_id)
     assert store.parked() == []
+
+
+@pytest.mark.parametrize(("before", "after"), [(10, 4), (4, 10)])
+def test_a_bootstrap_of_an_empty_export_moves_a_live_site_to_a_new_max_urls_per_file_at_once(
+    local_run: LocalRunFactory, before: int, after: int
+) -> None:
+    # Given a live site of 200 pages published with files of `before` URLs
+    run = local_run(before)
+    pages = [event(f"{BASE}/{s}/p{i}", version=1, lastmod="2026-11-11") for s in ("blog", "docs") for i in range(100)]
+    run.send_wave(bodies(pages))
+    assert run.published() == reference_site(pages, Limits(max_urls=before)).all_bytes()
+    # When the stack is updated to `after` URLs a file (every function's settings) and a bootstrap runs on an
+    # empty export
+    run.pipeline = replace(run.pipeline, settings=run.pipeline.settings.model_copy(update={"max_urls_per_file": after}))
+    execution = LocalStateMachine(run).execute("relayout")
+    run.drain()
+    # Then every file is the one a build with the new limit makes, and no file of the old layout is left
+    assert execution.status == "SUCCEEDED" and execution.maps["LoadChunks"].items == 0
+    assert run.published() == reference_site(pages, Limits(max_urls=after)).all_bytes()

@@ -220,6 +220,7 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         def during(state: str) -> None:
             if state == "RenderRanges":
                 run.send_wave(bodies([live]))
+                assert machine.check()["holder_status"] == "RUNNING"  # the scheduled check asks Step Functions
 
         machine.execute("iam", before=during)
         run.drain()

@@ -349,7 +349,7 @@ def test_the_bootstrap_worker_runs_from_the_built_package(package: Package, moto
     execution = machine.execute("package")
     functions.drain()
     # Then every step ran there, and the site's 30 pages are in its files and its index names them
-    assert execution.states[-1] == "Finish" and execution.maps["LoadChunks"].items == 2
+    assert execution.states[-1] == "Release" and execution.maps["LoadChunks"].items == 2
     s3 = session().client("s3", endpoint_url=moto_endpoint)
     bucket = stack.physical["SitemapBucket"]
     names = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]

@@ -27,7 +27,7 @@ from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
-from sitemap_updater.ports import HttpResponse
+from sitemap_updater.ports import HttpResponse, ImportHold
 from tests.conftest import AS_OF_US
 from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
 from tests.sim.scheduler import Clock, Scheduler
@@ -241,15 +241,41 @@ class FakeStore:
         self._call("put_item", put)
 
     importing: bool = False
+    holder: ImportHold | None = None  # who holds the import, when a bootstrap does (``importing`` is set too)
 
     def import_running(self) -> bool:
         return bool(self._call("get_item", lambda: self.importing))
 
-    def set_import_running(self, running: bool) -> None:
+    def set_import_running(self, running: bool, began_us: int = 0) -> None:
         def put() -> None:
-            self.importing = running
+            self.importing, self.holder = running, ImportHold("", "", began_us) if running else None
 
         self._call("put_item" if running else "delete_item", put)
+
+    def import_hold(self) -> ImportHold | None:
+        return self._call("get_item", lambda: self.holder if self.importing else None)  # type: ignore[no-any-return]
+
+    def begin_import(self, hold: ImportHold) -> bool:
+        def update() -> bool:
+            if self.importing and (self.holder is None or self.holder.execution != hold.execution):
+                return False
+            began = self.holder.began_us if self.importing and self.holder is not None else hold.began_us
+            self.importing, self.holder = True, ImportHold(hold.execution, hold.run, began)
+            return True
+
+        return bool(self._call("update_item", update))
+
+    def end_import(self, execution: str) -> bool:
+        def delete() -> bool:
+            if not self.importing or self.holder is None or self.holder.execution != execution:
+                return False
+            self.importing, self.holder = False, None
+            return True
+
+        return bool(self._call("delete_item", delete))
+
+    def oldest_parked_us(self) -> int | None:
+        return self._call("query", lambda: min((int(k[:16], 16) for k in self._parked()), default=None))  # type: ignore[no-any-return]
 
     # --- rebuild batches parked while an import runs ----------------------------------------------------------
     parked_items: dict[str, list[tuple[str, str]]]

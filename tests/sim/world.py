@@ -8,6 +8,7 @@ import contextlib
 import gzip
 import importlib.util
 import io
+import json
 import logging
 import random
 import re
@@ -23,17 +24,19 @@ from lxml import etree
 
 from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.feed import FEED_NAME
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, text_twin
 from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
 from sitemap_updater.core.snapshots import written_us as snapshots_written
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
-from sitemap_updater.service.bootstrap import end as bootstrap_end
+from sitemap_updater.ports import ExecutionState, ImportHold
+from sitemap_updater.service.bootstrap_release import release as bootstrap_release
 from sitemap_updater.service.ingest import IngestResult, Outcome
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.settings import Settings
-from sitemap_updater.wiring.pipeline import use_pipeline
+from sitemap_updater.wiring.pipeline import use_executions, use_pipeline
 from tests import oracle
 from tests.conftest import AS_OF_US, BASE, SECTIONS
 from tests.sim.events import REFUSED_URL, Events, generate
@@ -43,6 +46,7 @@ from tests.sim.scheduler import Clock, Faults, LambdaDied, Scheduler, Task
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 ACCOUNT = "123456789012"
+_SIM_EXECUTION = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:sim-bootstrap:sim"
 NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 INDEX_FILE = re.compile(r"sitemap(-index-\d+)?\.xml")  # sitemap.xml and the further index files
 
@@ -93,7 +97,8 @@ class _Function:
     containers: list[ModuleType]
     busy: int = 0
     arn: str = ""
-    scheduled: bool = False  # run by a Schedule event (the hourly sweep and upkeep)
+    scheduled: bool = False  # run by a Schedule event (the hourly sweep and upkeep, the bootstrap's check)
+    event: dict[str, Any] = field(default_factory=dict)  # what its schedule sends (its Input)
 
 
 @lru_cache(maxsize=1)
@@ -141,9 +146,9 @@ def _invoke(container: ModuleType, records: list[dict[str, Any]], context: Local
     return handler({"Records": records}, context)
 
 
-def _sweep(container: ModuleType, context: LocalContext) -> object:
+def _sweep(container: ModuleType, context: LocalContext, event: dict[str, Any]) -> object:
     handler = container.handler
-    return handler({}, context)
+    return handler(event, context)
 
 
 class Simulation:
@@ -260,8 +265,9 @@ class Simulation:
             containers = [_load_copy(handler, f"sim_{logical}_{i}") for i in range(self.config.containers)]
             arn = f"arn:aws:sqs:us-east-1:{ACCOUNT}:{queue_state.name}" if queue_state else ""
             scheduled = source["Type"] == "Schedule"
+            scheduled_event = json.loads(source["Properties"].get("Input", "{}")) if scheduled else {}
             self.functions.append(_Function(logical, handler, queue_state, batch, containers, arn=arn,
-                                            scheduled=scheduled))  # fmt: skip
+                                            scheduled=scheduled, event=scheduled_event))  # fmt: skip
         ingest = next(f.queue for f in self.functions if f.handler.endswith("ingest.handler"))
         assert ingest is not None and ingest.dead_letter is not None
         self.ingest_queue: SimQueueState = ingest
@@ -340,6 +346,7 @@ class Simulation:
         self.result.events_sent = len(sends)
         running: dict[Task, _Running] = {}
         use_pipeline(self.pipeline, Notifiers(self.http, None, sleep=self._wait, monotonic=lambda: self.clock.now))
+        use_executions(self)  # the bootstrap's check asks the sequence's import window for its execution
         service = logging.getLogger("sitemap-updater")
         level = service.level
         service.setLevel(logging.CRITICAL)
@@ -390,6 +397,7 @@ class Simulation:
         finally:
             service.setLevel(level)
             use_pipeline(None)
+            use_executions(None)
         self.result.virtual_s = self.clock.now
         self.result.faults = dict(self.faults.injected)
         self.result.posts = len(self.http.posts)
@@ -456,6 +464,14 @@ class Simulation:
         for message in messages:
             function.queue.settle(message, message.id not in failed, self.clock.now)
 
+    def describe(self, arn: str) -> ExecutionState | None:
+        """DescribeExecution of the sequence's bootstrap: running inside its import window, then succeeded."""
+        if arn != _SIM_EXECUTION or self._import_window is None or self._import_state == 0:
+            return None
+        if self._import_state == 1:
+            return ExecutionState("RUNNING", 0)
+        return ExecutionState("SUCCEEDED", to_micros(self.pipeline.clock()))
+
     def _import_due(self) -> float | None:
         """When the import window next begins or ends (None: no window, or over)."""
         if self._import_window is None or self._import_state == 2:
@@ -467,11 +483,13 @@ class Simulation:
         if window is None or self._import_state == 2:
             return
         if self._import_state == 0 and now >= window[0]:
-            self.store.importing = True  # Begin
+            self.store.importing, self.store.holder = True, ImportHold(_SIM_EXECUTION, "sim", 0)  # Begin
             self._import_state = 1
         if self._import_state == 1 and now >= window[1]:
             while True:  # the state machine retries its end until it completes
-                task = self.sched.spawn("BootstrapEnd", partial(bootstrap_end, self.pipeline, "sim"), True)
+                task = self.sched.spawn(
+                    "BootstrapEnd", partial(bootstrap_release, self.pipeline, "sim", _SIM_EXECUTION), True
+                )
                 while not task.done:
                     task.step()
                     self.result.steps += 1
@@ -486,7 +504,8 @@ class Simulation:
         queued = 0
         for function in (f for f in self.functions if f.scheduled):  # not the webhook's Function URL
             context = LocalContext(function.name)
-            task = self.sched.spawn(function.name, partial(_sweep, function.containers[0], context), faults)
+            work = partial(_sweep, function.containers[0], context, function.event)
+            task = self.sched.spawn(function.name, work, faults)
             while not task.done:
                 task.step()
                 self.result.steps += 1
@@ -497,6 +516,7 @@ class Simulation:
                     self.result.violations.append(f"t={self.clock.now:.2f}: reconciliation found drift: {task.result}")
                 self._drift_found = self._drift_found or bool(found)
                 queued += int(task.result.get("requeued", 0)) + int(task.result.get("news_expired", 0))
+                queued += int(task.result.get("replayed", 0))  # the bootstrap's check: parked requests sent
                 queued += int(task.result.get("missing", 0)) + int(task.result.get("changed", 0))
             elif faults:
                 queued += 1  # it died: run it again

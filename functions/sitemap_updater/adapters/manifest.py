@@ -11,7 +11,7 @@ One table, keys ``pk`` (partition) and ``sk`` (sort):
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state, snapshot |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
 | outbox | ``outbox`` | ``<opened, 16 hex>#<batch>`` | the URLs an ingest batch may change, until its marks are sent |
-| import running | ``import`` | ``import`` | exists while an import or a bootstrap runs |
+| import running | ``import`` | ``import`` | exists while an import or a bootstrap holds it: execution, run, began |
 | parked request | ``parked`` | ``<parked, 16 hex>#<message id>#<nn>`` | one request kept until the import ends |
 
 A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BETWEEN <start> AND <end>``.
@@ -37,6 +37,7 @@ from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
+from sitemap_updater.ports import ImportHold
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -372,12 +373,45 @@ class ManifestStore(FileRecords):
         ).get("Item")
         return item is not None
 
-    def set_import_running(self, running: bool) -> None:
+    def set_import_running(self, running: bool, began_us: int = 0) -> None:
         key = {"pk": _s("import"), "sk": _s("import")}
-        if running:
-            self._client.put_item(TableName=self.table, Item=key)
+        if running:  # an import from the command line: no execution holds it
+            self._client.put_item(TableName=self.table, Item={**key, "began_us": _n(began_us)})
         else:
             self._client.delete_item(TableName=self.table, Key=key)
+
+    def import_hold(self) -> ImportHold | None:
+        item = self._client.get_item(
+            TableName=self.table, Key={"pk": _s("import"), "sk": _s("import")}, ConsistentRead=True
+        ).get("Item")
+        if item is None:
+            return None
+        return ImportHold(item.get("execution", {}).get("S", ""), item.get("run", {}).get("S", ""),
+                          int(item.get("began_us", {}).get("N", "0")))  # fmt: skip
+
+    def begin_import(self, hold: ImportHold) -> bool:
+        """Hold the import for ``hold.execution`` unless something else holds it (False); a retry of the same
+        execution keeps the moment it first began."""
+        return _conditional(
+            lambda: self._client.update_item(
+                TableName=self.table,
+                Key={"pk": _s("import"), "sk": _s("import")},
+                UpdateExpression="SET execution = :e, run = :r, began_us = if_not_exists(began_us, :b)",
+                ConditionExpression="attribute_not_exists(pk) OR execution = :e",
+                ExpressionAttributeValues={":e": _s(hold.execution), ":r": _s(hold.run), ":b": _n(hold.began_us)},
+            )
+        )
+
+    def end_import(self, execution: str) -> bool:
+        """Delete the import item if ``execution`` holds it (False: another, or none, does)."""
+        return _conditional(
+            lambda: self._client.delete_item(
+                TableName=self.table,
+                Key={"pk": _s("import"), "sk": _s("import")},
+                ConditionExpression="execution = :e",
+                ExpressionAttributeValues={":e": _s(execution)},
+            )
+        )
 
     # --- rebuild requests parked while an import or bootstrap runs (``parked``, one item per rebuild batch) ----
     def park(self, parked_id: str, messages: list[tuple[str, str]]) -> bool:
@@ -419,6 +453,17 @@ class ManifestStore(FileRecords):
                 group, body = json.loads(item["m"]["S"])
                 found.append((item["sk"]["S"], [(group, body)]))
         return found
+
+    def oldest_parked_us(self) -> int | None:
+        """When the oldest parked request was parked (its key starts with the moment), or None when none is."""
+        items = self._client.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": _s(_PARKED)},
+            ConsistentRead=True,
+            Limit=1,
+        ).get("Items", [])
+        return int(items[0]["sk"]["S"][:16], 16) if items else None
 
     def unpark(self, parked_id: str) -> None:
         """A parked batch was sent to the rebuild queue again."""

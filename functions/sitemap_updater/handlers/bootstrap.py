@@ -1,6 +1,7 @@
 """Lambda: one step of the bootstrap state machine (``BootstrapStateMachine`` in template.yaml), named by the
-event's ``step``: begin, chunk (one export object), plan, render (one key range), finish, and end (after a
-failed step)."""
+event's ``step``: begin, chunk (one export object), plan, render (one key range), finish, release (after the
+wait that follows Finish or a caught failure), and check (every five minutes, on a schedule: releases the hold
+of an execution that stopped without a release, and reports the metrics the import alarms watch)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sitemap_updater.service import bootstrap
-from sitemap_updater.wiring.pipeline import current_pipeline
+from sitemap_updater.service import bootstrap, bootstrap_release
+from sitemap_updater.wiring.pipeline import current_executions, current_pipeline
 
 logger = Logger()
 metrics = Metrics()
@@ -21,10 +22,11 @@ metrics = Metrics()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     step, run = str(event.get("step", "")), str(event.get("run", ""))
+    execution = str(event.get("execution", ""))
     pipeline = current_pipeline()
     answer: dict[str, Any]
     if step == "begin":
-        bootstrap.begin(pipeline, run)
+        bootstrap.begin(pipeline, run, execution)
         answer = {"run": run}
     elif step == "chunk":
         loaded = bootstrap.load_chunk(pipeline, run, str(event.get("key", "")))
@@ -36,14 +38,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         answer = bootstrap.plan(pipeline, run)
     elif step == "render":
         within = bootstrap.range_of(str(event.get("start", "")), int(event.get("depth", -1)))
-        rendered = bootstrap.render_range(pipeline, str(event.get("section", "")), within)
+        rendered = bootstrap.render_range(pipeline, str(event.get("section", "")), within, execution)
         metrics.add_metric(name="FilesWritten", unit=MetricUnit.Count, value=len(rendered.put))
         answer = rendered.as_dict()
     elif step == "finish":
-        answer = bootstrap.finish(pipeline, run)
-    elif step == "end":  # after a failed step: the import ends, nothing stays parked
-        answer = bootstrap.end(pipeline, run)
+        answer = bootstrap.finish(pipeline, run, execution)
+    elif step == "release":  # the hold ends, nothing stays parked
+        answer = bootstrap_release.release(pipeline, run, execution)
+    elif step == "check":
+        checked = bootstrap_release.check(pipeline, current_executions())
+        metrics.add_metric(name="ImportHeldSeconds", unit=MetricUnit.Seconds, value=checked.held_s)
+        metrics.add_metric(name="OldestParkedSeconds", unit=MetricUnit.Seconds, value=checked.oldest_parked_s)
+        answer = checked.as_dict()
     else:
-        raise bootstrap.BootstrapError(f"step: {step!r} is not one of begin, chunk, plan, render, finish, end")
+        raise bootstrap.BootstrapError(
+            f"step: {step!r} is not one of begin, chunk, plan, render, finish, release, check"
+        )
     logger.info("bootstrap step done", extra={"step": step, "run": run, **answer})
     return answer

@@ -71,6 +71,7 @@ class LocalStack:
     sources. ``endpoint_url`` is None for moto in this process."""
 
     endpoint_url: str | None
+    name: str = ""
     physical: dict[str, str] = field(default_factory=dict)
     arns: dict[str, str] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
@@ -97,8 +98,9 @@ def create_stack(template_path: Path, endpoint_url: str | None, parameters: dict
     resources: dict[str, Any] = template["Resources"]
     params = {key: str(spec.get("Default", "")) for key, spec in template.get("Parameters", {}).items()}
     params.update(parameters)
+    params["AWS::StackName"] = name
     aws = session()
-    stack = LocalStack(endpoint_url)
+    stack = LocalStack(endpoint_url, name=name)
     sqs = aws.client("sqs", endpoint_url=endpoint_url)
     queues = {k: v for k, v in resources.items() if v["Type"] == "AWS::SQS::Queue"}
     for logical, spec in sorted(queues.items(), key=lambda kv: "RedrivePolicy" in kv[1].get("Properties", {})):

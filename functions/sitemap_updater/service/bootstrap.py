@@ -2,9 +2,10 @@
 
 The steps of the ``BootstrapStateMachine`` (template.yaml), each one Lambda invocation:
 
-1. ``begin``: mark an import as running. From then on the rebuild function parks the rebuild requests it
-   receives (``park_batch``) instead of rebuilding, so no rebuild works on a section while the bootstrap renders
-   it; changes keep being recorded by ingest as usual.
+1. ``begin``: hold the import for this execution (the ``import`` item names it; refused while another holds it).
+   From then on the rebuild function parks the rebuild requests it receives (``park_batch``) instead of
+   rebuilding, so no rebuild works on a section while the bootstrap renders it; changes keep being recorded by
+   ingest as usual.
 2. ``load_chunk``, one per export object under ``_bootstrap/<run>/export/`` (a Distributed Map over the prefix):
    validate each JSONL line (gzip or not), keep the newest state per URL, and record each in the manifest by the
    rank rules of an event (``record_state``), so a line older than a live event, or than a line of another chunk,
@@ -14,8 +15,13 @@ The steps of the ``BootstrapStateMachine`` (template.yaml), each one Lambda invo
    published, written to ``_bootstrap/<run>/ranges.json`` for the next map.
 4. ``render_range``, one per range: read the range's manifest (it is sorted by section and key), plan its files
    and publish those whose bytes changed, with their snapshots and records, as a rebuild does.
-5. ``finish``: retire files of an older layout that a range now covers, end the import, send the parked rebuild
-   requests again (so every change recorded meanwhile is published) and ask the index function for the index.
+5. ``finish``: retire files of an older layout that a range now covers and ask the index function for the index.
+6. ``release`` (``service/bootstrap_release.py``), after a wait that outlasts any worker still running: end the
+   hold and send the parked rebuild requests again, so every change recorded meanwhile is published.
+
+Every step's answer is a few counts and names of bounded size, whatever the site's sections: Step Functions
+refuses a state's input or output past 256 KiB (``States.DataLimitExceeded``), and the per-section counts go
+to the bucket instead.
 """
 
 from __future__ import annotations
@@ -39,9 +45,10 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.reduce import PageState, reduce_states, state_from_event
 from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange
+from sitemap_updater.ports import ImportHold
+from sitemap_updater.service.bootstrap_release import RELEASE_AFTER_S
 from sitemap_updater.service.dead_letters import dead_letter
 from sitemap_updater.service.ingest import Outcome, record_state
-from sitemap_updater.service.parked import replay_parked
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.publish import publish_files
 from sitemap_updater.service.rebuild import index_window, position
@@ -74,10 +81,30 @@ def _counts_name(run: str, chunk: str) -> str:
     return f"{PREFIX}{_run(run)}/counts/{hashlib.sha256(chunk.encode()).hexdigest()[:32]}.json"
 
 
-def begin(pipeline: Pipeline, run: str) -> None:
-    """Mark an import as running: rebuild requests are parked until ``finish``."""
+def begin(pipeline: Pipeline, run: str, execution: str) -> None:
+    """Hold the import for ``execution``: rebuild requests are parked until its release. Refused while another
+    execution (or an import from the command line) holds it: that one's workers may still be writing."""
     _run(run)
-    pipeline.store.set_import_running(True)
+    if not execution:
+        raise BootstrapError("execution: begin needs the execution's ARN ($$.Execution.Id)")
+    if not pipeline.store.begin_import(ImportHold(execution, run, to_micros(pipeline.clock()))):
+        holder = pipeline.store.import_hold()
+        who = f"execution {holder.execution} (run {holder.run!r})" if holder and holder.execution else "an import"
+        raise BootstrapError(
+            f"import: {who} holds the import; start again once it has ended (a stopped execution's hold is "
+            f"released {RELEASE_AFTER_S} s after its stop, when no worker of it can still write)"
+        )
+
+
+def _holding(pipeline: Pipeline, execution: str) -> None:
+    """Refuse to render or retire for an execution that no longer holds the import (one redriven after its hold
+    was released: rebuilds run again, and would race its writes)."""
+    hold = pipeline.store.import_hold()
+    if hold is None or hold.execution != execution:
+        raise BootstrapError(
+            f"execution: {execution!r} does not hold the import (released after it stopped?); start a new "
+            "execution with the same run: it resumes from its plan"
+        )
 
 
 @dataclass(slots=True)
@@ -92,8 +119,9 @@ class ChunkResult:
     sections: dict[str, int] = field(default_factory=dict)  # live pages per section, after the chunk's own reduce
 
     def as_dict(self) -> dict[str, Any]:
+        """The step's answer: the per-section counts go to the bucket, not into a state of bounded size."""
         return {"chunk": self.chunk, "lines": self.lines, "accepted": self.accepted, "rejected": self.rejected,
-                "outcomes": dict(self.outcomes), "sections": self.sections}  # fmt: skip
+                "outcomes": dict(self.outcomes), "sections": len(self.sections)}  # fmt: skip
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
@@ -160,7 +188,7 @@ def plan(pipeline: Pipeline, run: str) -> dict[str, Any]:
         # A run planned before (an execution that failed later, run again): its ranges stand, so that the files
         # it rendered already are found unchanged and not written again.
         ranges = json.loads(pipeline.bucket.read(name) or b"[]")
-    return {"ranges": len(ranges), "key": name, "sections": dict(sorted(counts.items()))}
+    return {"ranges": len(ranges), "key": name, "sections": len(counts)}  # counts, not one entry a section
 
 
 def range_of(start: str, depth: int) -> KeyRange:
@@ -184,8 +212,10 @@ class RangeResult:
                 "retired": len(self.retired), "urls": self.urls}  # fmt: skip
 
 
-def render_range(pipeline: Pipeline, section: str, within: KeyRange) -> RangeResult:
-    """Publish the files of one range of ``section`` from its manifest (see the module's note)."""
+def render_range(pipeline: Pipeline, section: str, within: KeyRange, execution: str) -> RangeResult:
+    """Publish the files of one range of ``section`` from its manifest (see the module's note), while
+    ``execution`` holds the import."""
+    _holding(pipeline, execution)
     store = pipeline.store
     states = sorted(store.entries(section, within), key=position)
     keys = [s.key for s in states]  # a file's states are one slice of them
@@ -229,8 +259,10 @@ def render_range(pipeline: Pipeline, section: str, within: KeyRange) -> RangeRes
     return result
 
 
-def finish(pipeline: Pipeline, run: str) -> dict[str, Any]:
-    """Retire files wider than a rendered range, end the import, resend parked requests, ask for the index."""
+def finish(pipeline: Pipeline, run: str, execution: str) -> dict[str, Any]:
+    """Retire files wider than a rendered range and ask the index function for the index (the hold is released
+    later, by ``bootstrap_release.release``)."""
+    _holding(pipeline, execution)
     data = pipeline.bucket.read(ranges_name(run))
     if data is None:
         raise BootstrapError(f"run: {run!r} has no ranges.json; its plan step did not run")
@@ -245,15 +277,6 @@ def finish(pipeline: Pipeline, run: str) -> dict[str, Any]:
         )
         if published.state == "live" and wider and pipeline.store.move_file_state(published, "live", "retiring"):
             retired.append(published.name)
-    return {"retired": len(retired), **end(pipeline, run)}
-
-
-def end(pipeline: Pipeline, run: str) -> dict[str, Any]:
-    """End the import: the rebuild function works again, the requests it parked are sent again, and the index
-    function names every file published. Also what a failed execution does last, so that no failure leaves the
-    site's changes parked."""
-    pipeline.store.set_import_running(False)
-    replayed = replay_parked(pipeline)
     # The index function names the ranges' files (their records are pending for it), as after any rebuild.
     pipeline.index_queue.send(*bootstrap_index_request(_run(run), *index_window(pipeline)))
-    return {"replayed": replayed}
+    return {"retired": len(retired)}

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.messages import DirtyMark
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.reduce import reduce_states, state_from_event
 from sitemap_updater.service.index import IndexRebuild, StaleIndex, rebuild_index
 from sitemap_updater.service.ingest import page_write
@@ -57,7 +58,8 @@ def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
         return result
     newest = reduce_states(states)
     writes = [page_write(state) for state in newest.values()]
-    pipeline.store.set_import_running(True)  # until the import's own index: a run that dies may run again
+    # Until the import's own index: a run that dies may run again.
+    pipeline.store.set_import_running(True, to_micros(pipeline.clock()))
     pipeline.store.import_pages(writes)
     result.pages = sum(1 for w in writes if w.kind == "live")
     marks: dict[str, list[DirtyMark]] = defaultdict(list)

@@ -12,11 +12,13 @@ from typing import Any, TypeVar
 import botocore.session
 from botocore.config import Config
 
+from sitemap_updater.adapters.executions import StepFunctionsExecutions
 from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.adapters.manifest import ManifestStore
 from sitemap_updater.adapters.queues import MessageQueue
 from sitemap_updater.adapters.search_console import SearchConsole, service_account_token
 from sitemap_updater.adapters.storage import SitemapBucket
+from sitemap_updater.ports import Executions
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline, utc_now
 from sitemap_updater.settings import Settings
@@ -118,6 +120,7 @@ def connect_pipeline(
 
 _current: Pipeline | None = None
 _notifiers: Notifiers | None = None
+_executions: Executions | None = None
 
 
 def current_pipeline() -> Pipeline:
@@ -142,6 +145,20 @@ def current_notifiers() -> Notifiers:
             console = SearchConsole(http, token, settings.search_console_api)
         _notifiers = Notifiers(http, console)
     return _notifiers
+
+
+def current_executions() -> Executions:
+    """The bootstrap state machine's executions (for the bootstrap worker's scheduled check)."""
+    global _executions
+    if _executions is None:
+        _executions = StepFunctionsExecutions(BotocoreClients().client("stepfunctions"))
+    return _executions
+
+
+def use_executions(executions: Executions | None) -> None:
+    """Where the bootstrap worker asks for an execution's status (a local run's harness); None resets."""
+    global _executions
+    _executions = executions
 
 
 def use_pipeline(pipeline: Pipeline | None, notifiers: Notifiers | None = None) -> None:

@@ -1,0 +1,67 @@
+"""The bootstrap state machine's endings in template.yaml: every one releases the hold on the import, none before
+the worker's timeout has passed since the execution last started one, and the alarms bound how long it may hold."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from samtranslator.yaml_helper import yaml_parse
+
+from sitemap_updater.service import bootstrap_release
+from tests.integration.test_template import TEMPLATE, transformed
+
+
+def _definition() -> dict[str, Any]:
+    machine = yaml_parse(TEMPLATE.read_text(encoding="utf-8"))["Resources"]["BootstrapStateMachine"]
+    return dict(machine["Properties"]["Definition"])
+
+
+def test_every_caught_failure_and_the_success_wait_out_the_worker_s_timeout_before_releasing() -> None:
+    states = _definition()["States"]
+    worker = transformed()["Resources"]["BootstrapFunction"]["Properties"]
+    assert int(worker["Timeout"]) == bootstrap_release.WORKER_TIMEOUT_S
+    for wait, release in (("WaitForLastWorkers", "Release"), ("WaitAfterFailure", "ReleaseAfterFailure")):
+        assert states[wait]["Seconds"] == bootstrap_release.RELEASE_AFTER_S > int(worker["Timeout"])
+        assert states[wait]["Next"] == release
+        assert states[release]["Parameters"]["Payload"] == {
+            "step": "release", "run.$": "$.run", "execution.$": "$$.Execution.Id"
+        }  # fmt: skip
+    assert states["Finish"]["Next"] == "WaitForLastWorkers" and states["Release"]["End"] is True
+    assert states["ReleaseAfterFailure"]["Next"] == "Failed" and states["Failed"]["Type"] == "Fail"
+    catchers = [c for s in states.values() for c in s.get("Catch", [])]
+    assert catchers and all(c["Next"] == "WaitAfterFailure" for c in catchers)
+    # Every state that starts workers has a Catch; those that cannot fail the bootstrap's writes need none
+    assert {n for n, s in states.items() if "Catch" in s} == {"LoadChunks", "Plan", "RenderRanges", "Finish"}
+    assert states["Begin"]["Parameters"]["Payload"]["execution.$"] == "$$.Execution.Id"
+    assert states["RenderRanges"]["ItemSelector"]["execution.$"] == "$$.Execution.Id"
+
+
+def test_the_endings_no_catch_sees_are_checked_often_and_the_alarms_bound_the_longest_hold() -> None:
+    definition = _definition()
+    assert definition["TimeoutSeconds"] == bootstrap_release.EXECUTION_TIMEOUT_S
+    resources = transformed()["Resources"]
+    schedules = [r for r in resources.values() if r["Type"] == "AWS::Events::Rule" and "ScheduleExpression" in
+                 r["Properties"] and '"check"' in str(r["Properties"]["Targets"][0].get("Input", ""))]  # fmt: skip
+    assert len(schedules) == 1
+    assert schedules[0]["Properties"]["ScheduleExpression"] == f"rate({bootstrap_release.CHECK_EVERY_S // 60} minutes)"
+    longest = definition["TimeoutSeconds"] + bootstrap_release.RELEASE_AFTER_S + 2 * bootstrap_release.CHECK_EVERY_S
+    handler = (TEMPLATE.parent / "functions/sitemap_updater/handlers/bootstrap.py").read_text()
+    emitted = set(re.findall(r'name="(\w+)"', handler))
+    for name, metric in (("ImportHeldTooLongAlarm", "ImportHeldSeconds"), ("ParkedRebuildTooOldAlarm",
+                                                                          "OldestParkedSeconds")):  # fmt: skip
+        alarm = resources[name]["Properties"]
+        assert alarm["MetricName"] == metric and metric in emitted
+        assert alarm["Statistic"] == "Maximum" and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+        assert longest <= alarm["Threshold"] == bootstrap_release.HELD_ALARM_S <= longest + 3600
+        assert alarm["Period"] >= 2 * bootstrap_release.CHECK_EVERY_S  # a late check leaves no period empty
+    assert resources["ImportHeldTooLongAlarm"]["Properties"]["TreatMissingData"] == "breaching"  # a dead check
+
+
+def test_the_worker_may_describe_only_this_stack_s_bootstrap_executions() -> None:
+    policies = transformed()["Resources"]["BootstrapFunctionRole"]["Properties"]["Policies"]
+    statements = [s for p in policies for s in p["PolicyDocument"]["Statement"]]
+    describe = [s for s in statements if "states:DescribeExecution" in str(s["Action"])]
+    assert len(describe) == 1 and describe[0]["Action"] == "states:DescribeExecution"
+    arn = "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:${AWS::StackName}-bootstrap:*"
+    assert describe[0]["Resource"] == {"Fn::Sub": arn}
