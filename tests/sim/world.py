@@ -28,6 +28,7 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, text_twin
 from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
 from sitemap_updater.core.snapshots import written_us as snapshots_written
+from sitemap_updater.local.iam import Names, resolve
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.ports import ExecutionState, ImportHold
@@ -130,12 +131,10 @@ def _load_copy(handler: str, alias: str) -> ModuleType:
     return module
 
 
-def _resolve(value: Any, params: dict[str, str], physical: dict[str, str]) -> str:
-    """A function environment value: a literal, or a ``!Ref`` to a parameter or a resource."""
-    if isinstance(value, dict):
-        ref = str(value["Ref"])
-        return params[ref] if ref in params else physical[ref]
-    return str(value)
+def _resolve(value: Any, params: dict[str, str], physical: dict[str, str], conditions: dict[str, Any]) -> str:
+    """A function environment value: a literal, or a ``!Ref`` to a parameter or a resource, or an ``!If`` of them,
+    resolved as the local stack resolves the template."""
+    return str(resolve(value, Names(params, physical, {}, conditions)))
 
 
 _Running = tuple[_Function, ModuleType, list[Message]]
@@ -199,6 +198,7 @@ class Simulation:
         resources: dict[str, Any] = template["Resources"]
         physical = {logical: f"sim-{logical}" for logical in resources}
         defaults = {key: str(spec.get("Default", "")) for key, spec in template.get("Parameters", {}).items()}
+        conditions: dict[str, Any] = template.get("Conditions", {})
         self.queues: dict[str, SimQueueState] = {}
         for logical, spec in resources.items():
             if spec["Type"] != "AWS::SQS::Queue":
@@ -208,7 +208,7 @@ class Simulation:
             policy = props.get("RedrivePolicy")
             max_receive = int(policy["maxReceiveCount"]) if policy else None
             visibility = float(props.get("VisibilityTimeout", 30))
-            delay = float(_resolve(props.get("DelaySeconds", 0), defaults, {}))
+            delay = float(_resolve(props.get("DelaySeconds", 0), defaults, {}, conditions))
             self.queues[logical] = SimQueueState(logical, fifo, visibility, max_receive, delay=delay)
             suffix = ".fifo" if fifo else ""
             physical[logical] = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/sim-{logical}{suffix}"
@@ -227,7 +227,7 @@ class Simulation:
         # RebuildSettleSeconds, given back to the queue once), which a sequence's few events otherwise rarely do.
         params.update(RebuildSettlePages="2" if self.config.seed % 3 == 1 else params["RebuildSettlePages"])
         variables = template["Globals"]["Function"]["Environment"]["Variables"]
-        env = {key: _resolve(value, params, physical) for key, value in variables.items()}
+        env = {key: _resolve(value, params, physical, conditions) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
         settings = Settings.from_env(env)
         self.store = FakeStore(self.sched, self.clock)
