@@ -120,21 +120,26 @@ def _wave_summary(source: str, report: dict[str, object]) -> str:
 
 
 def _redelivered(report: dict[str, object]) -> list[str]:
-    """When messages went back to their queues: when each came back, and how long the wave took on AWS's clock."""
+    """How long the wave took in the run's virtual time, and when the messages given back to a queue came back."""
     redelivered = report.get("redelivered", [])
     timing = report.get("time", {})
     assert isinstance(redelivered, list) and isinstance(timing, dict)
     if not redelivered:
         return []
     lines = [
-        f"  took {timing['took_s']:.1f} s of AWS time, {timing['waited_s']:.1f} s of it waiting for messages to come "
-        "back (skipped, not slept)"
+        f"  took {timing['took_s']:.1f} s of virtual time, {timing['waited_s']:.1f} s of it waiting for messages to be "
+        "visible again (skipped, not slept)"
     ]
     for r in redelivered:
-        what = f"{r['messages']} message(s) of {r['queue']}, received at {r['received_s']:.1f} s,"
+        what = f"  {r['messages']} message(s) of {r['queue']}"
         if r["why"] == "failed":
-            why = f"failed in {r['function']}: back after the queue's visibility timeout ({r['visibility_s']} s)"
+            lines.append(
+                f"{what} failed in {r['function']} at {r['received_s']:.1f} s: visible again at "
+                f"{r['visible_again_s']:.1f} s, after the queue's visibility timeout ({r['visibility_s']} s)"
+            )
         else:
-            why = f"given back by {r['function']} for {r['visibility_s']} s (a burst's wait)"
-        lines.append(f"  {what} {why}, at {r['visible_again_s']:.1f} s")
+            lines.append(
+                f"{what} given back by {r['function']} at {r['received_s']:.1f} s for a burst's wait "
+                f"({r['visibility_s']} s): visible again at {r['visible_again_s']:.1f} s"
+            )
     return lines
