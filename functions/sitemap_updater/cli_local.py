@@ -73,7 +73,10 @@ def run_local(args: argparse.Namespace) -> int:
             reports.append(report)
             print(_wave_summary("webhooks", report))
         for error in run.errors:
-            print(f"  a function failed and its batch was retried: {error}", file=sys.stderr)
+            print(
+                f"  a function failed (its batch came back after its queue's visibility timeout): {error}",
+                file=sys.stderr,
+            )
         try:
             run.download(args.out)
         except FileExistsError as exc:
@@ -131,6 +134,7 @@ def _wave_summary(source: str, report: dict[str, object]) -> str:
     s3 = report["s3"]
     assert isinstance(events, dict) and isinstance(s3, dict)
     lines = [f"wave {report['wave']} ({source}): " + ", ".join(f"{count} {name}" for name, count in events.items())]
+    lines += _redelivered(report)
     hooks = report.get("webhooks", [])
     assert isinstance(hooks, list)
     for hook in hooks:  # HTTP status, then what the endpoint answered
@@ -158,3 +162,29 @@ def _wave_summary(source: str, report: dict[str, object]) -> str:
     assert isinstance(rejections, list)
     lines += [f"  rejected (to the DLQ): {r['reason']}" for r in rejections]
     return "\n".join(lines)
+
+
+def _redelivered(report: dict[str, object]) -> list[str]:
+    """How long the wave took in the run's virtual time, and when the messages given back to a queue came back."""
+    redelivered = report.get("redelivered", [])
+    timing = report.get("time", {})
+    assert isinstance(redelivered, list) and isinstance(timing, dict)
+    if not redelivered:
+        return []
+    lines = [
+        f"  took {timing['took_s']:.1f} s of virtual time, {timing['waited_s']:.1f} s of it waiting for messages to be "
+        "visible again (skipped, not slept)"
+    ]
+    for r in redelivered:
+        what = f"  {r['messages']} message(s) of {r['queue']}"
+        if r["why"] == "failed":
+            lines.append(
+                f"{what} failed in {r['function']} at {r['received_s']:.1f} s: visible again at "
+                f"{r['visible_again_s']:.1f} s, after the queue's visibility timeout ({r['visibility_s']} s)"
+            )
+        else:
+            lines.append(
+                f"{what} given back by {r['function']} at {r['received_s']:.1f} s for a burst's wait "
+                f"({r['visibility_s']} s): visible again at {r['visible_again_s']:.1f} s"
+            )
+    return lines

@@ -4,6 +4,10 @@ The local AWS is moto in this process (or any AWS-compatible endpoint), with the
 function runs under its own IAM policy from the template. Waves are fed to the ingest queue in slices of
 :data:`FEED` events and the queues drained after each slice, upstream first (ingest, then rebuilds, index,
 notifications), so that no queue grows with the size of the input and a run stays linear in it.
+
+Time is virtual (``local/visibility.py``): a message given back to its queue (a failure, or a burst's wait) comes
+back after the visibility AWS would give it, and the run skips that wait instead of sleeping; the functions read
+the same clock.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from sitemap_updater.local import moto_speedups
 from sitemap_updater.local.iam import Enforcer
 from sitemap_updater.local.packaged import packaged_file
 from sitemap_updater.local.stack import REGION, EventSource, LocalStack, attach_stack, create_stack, session
+from sitemap_updater.local.visibility import Redelivery, VirtualClock, Visibility
 from sitemap_updater.service.bulk_import import ImportResult, import_events
 from sitemap_updater.service.index import IndexRebuild
 from sitemap_updater.service.ingest import IngestResult, Rejected
@@ -69,8 +74,13 @@ class WaveReport:
     changed_urls: list[str] = field(default_factory=list)
     dlq: int = 0
     notifications: list[dict[str, Any]] = field(default_factory=list)
+    started: datetime | None = None  # in the run's virtual time
+    took_s: float = 0.0  # virtual seconds from the wave's first event to every queue empty
+    waited_s: float = 0.0  # of which skipped, waiting for messages to be visible again
+    redelivered: list[Redelivery] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
+        start = self.started.timestamp() if self.started else 0.0
         return {
             "wave": self.wave,
             "events": self.events,
@@ -79,6 +89,12 @@ class WaveReport:
             "changed_urls": sorted(set(self.changed_urls)),
             "dlq": self.dlq,
             "notifications": self.notifications,
+            "time": {
+                "started": self.started.isoformat() if self.started else None,
+                "took_s": round(self.took_s, 3),
+                "waited_s": round(self.waited_s, 3),
+            },
+            "redelivered": [r.as_dict(start) for r in self.redelivered],
         }
 
 
@@ -128,14 +144,23 @@ class LocalRun:
             self.stack.environment["INDEXNOW_ENDPOINT"] = indexnow_endpoint
         self.settings = Settings.from_env(self.stack.environment)
         self._results: list[object] = []
-        extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
+        # The run's virtual time (the real clock unless a caller gives one, plus the waits skipped): the
+        # functions' clock, and the one that brings a message given back to its queue back when AWS would.
+        self.clock = VirtualClock(clock)
+        self._sqs = session().client("sqs", endpoint_url=endpoint_url)
+        self.visibility = Visibility(self.clock, self._sqs)
+        self._queues = {url: logical for logical, url in self.stack.physical.items()}
         # One pipeline: while a handler runs, its calls are checked against its function's policy; outside
         # (the operator's import, tests) nothing is restricted.
         self.iam = Enforcer(self.stack.policies)
+        guarded = self.iam.guarded(session().client)
         self.pipeline = connect_pipeline(
-            self.settings, self.iam.guarded(session().client), endpoint_url, observe=self._results.append, **extra
+            self.settings,
+            lambda name, **options: self.visibility.watch(guarded(name, **options)),
+            endpoint_url,
+            clock=self.clock,
+            observe=self._results.append,
         )
-        self._sqs = session().client("sqs", endpoint_url=endpoint_url)
         self.logs: list[str] = []
         self.errors: list[str] = []  # invocations that raised (their batches were retried)
         self._arns: dict[str, str] = {}
@@ -150,19 +175,24 @@ class LocalRun:
     def send_wave(self, bodies: Iterable[str]) -> WaveReport:
         """Send every body to the ingest queue, drive the handlers until every queue is empty, report."""
         self._wave += 1
-        report = WaveReport(self._wave)
+        report = WaveReport(self._wave, started=self.clock())
+        start, skipped = self.clock.seconds(), self.clock.skipped
+        self.visibility.redeliveries.clear()
         ingest_url = self.stack.queue_url("IngestQueue")
         self._results.clear()
         events = iter(bodies)
         while True:
             feed = list(itertools.islice(events, FEED))
-            for start in range(0, len(feed), 10):
-                self._send_batch(ingest_url, feed[start : start + 10])
-            self.drain()
+            for start_at in range(0, len(feed), 10):
+                self._send_batch(ingest_url, feed[start_at : start_at + 10])
+            last = len(feed) < FEED
+            self.drain(wait=last)  # what comes back later comes back after the wave's last event was sent
             self._collect(report)
-            if len(feed) < FEED:
+            if last:
                 break
         self._count_dead_letters(report)
+        report.took_s, report.waited_s = self.clock.seconds() - start, self.clock.skipped - skipped
+        report.redelivered = list(self.visibility.redeliveries)
         return report
 
     def import_site(self, bodies: Iterable[str]) -> ImportResult:
@@ -173,17 +203,27 @@ class LocalRun:
         entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies)]
         self._sqs.send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
 
-    def drain(self) -> None:
+    def drain(self, wait: bool = True) -> None:
         """Invoke each function on its queue, in the template's batch sizes, until no queue has messages:
-        upstream first, each queue until it is empty, so changes coalesce as they do behind a busy poller."""
+        upstream first, each queue until it is empty, so changes coalesce as they do behind a busy poller. A
+        message given back to its queue is visible again when AWS would make it so: when nothing else is visible,
+        the virtual clock moves on to that moment (unless ``wait`` is false: then the drain ends there)."""
         use_pipeline(self.pipeline)
         try:
             for _ in range(_MAX_ROUNDS):
+                self.visibility.release_due()
                 progressed = False
                 for source in self.stack.sources:
                     while self._poll(source):
                         progressed = True
-                if not progressed and all(self._depth(s.queue_url) == 0 for s in self.stack.sources):
+                if progressed:
+                    continue
+                due = self.visibility.next_due()
+                if due is not None:
+                    if not wait:
+                        return
+                    self.clock.skip_to(due)
+                elif all(self._depth(s.queue_url) == 0 for s in self.stack.sources):
                     return
             raise RuntimeError("queues did not drain")
         finally:
@@ -213,6 +253,7 @@ class LocalRun:
 
     def _poll(self, source: EventSource) -> bool:
         url = source.queue_url
+        received_at = self.clock.seconds()
         received = self._receive(source)
         if not received:
             return False
@@ -235,11 +276,8 @@ class LocalRun:
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
             ]
             self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
-        for message in received:
-            if message["MessageId"] in failed:
-                self._sqs.change_message_visibility(
-                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-                )
+        given_back = [m for m in received if m["MessageId"] in failed]
+        self.visibility.give_back(source.function, self._queues[url], url, given_back, received_at)
         return True
 
     def _invoke(self, handler_path: str, event: dict[str, Any]) -> dict[str, Any]:
