@@ -187,12 +187,13 @@ def attach_stack(template_path: Path, endpoint_url: str | None, parameters: dict
     deployed = describe_stack(name, aws.client, endpoint_url)
     params = {key: str(spec.get("Default", "")) for key, spec in template.get("Parameters", {}).items()}
     params |= deployed.parameters | parameters
+    params["AWS::StackName"] = deployed.name  # as CloudFormation resolves it in the policies (the bootstrap's ARNs)
     named = {
         value["Ref"]: key
         for key, output in template.get("Outputs", {}).items()
         if isinstance(value := output.get("Value"), dict) and set(value) == {"Ref"}
     }
-    stack = LocalStack(endpoint_url)
+    stack = LocalStack(endpoint_url, name=deployed.name)
     for logical, spec in template["Resources"].items():
         if spec["Type"] not in _CREATED:
             continue
