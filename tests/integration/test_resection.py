@@ -73,6 +73,9 @@ def test_a_resection_moves_every_page_at_once_to_what_a_build_with_the_new_setti
     assert "LoadChunks" not in execution.states
     assert run.published() == expected(pages, after)
     assert execution.output["release"]["replayed"] == 0
+    # And the same events sent again (a CMS replaying its feed) change nothing: a moved page is not moved back
+    again = run.send_wave(bodies(pages))
+    assert again.events["accepted"] == 0 and run.published() == expected(pages, after)
 
 
 class _Meddling:
