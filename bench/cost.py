@@ -54,6 +54,7 @@ LATENCY_S = {
     "UpdateItem": 0.006,
     "DeleteItem": 0.006,
     "Query": 0.008,
+    "Scan": 0.008,  # a page of a parallel Scan (a re-section): as a Query
     "BatchGetItem": 0.010,
     "BatchWriteItem": 0.015,
     "TransactWriteItems": 0.015,

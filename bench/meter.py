@@ -292,6 +292,11 @@ class Meter:
             "section_seq": ("GetItem", small_read),
             "entries": ("Query", lambda sec, *_: lambda u, found: self._query(u, self._states_sizes(sec, found))),
             "entries_for": ("BatchGetItem", entries_for),
+            # A re-section's Scan: eventually consistent pages of the page states (the fake returns those alone).
+            "scan_pages": (
+                "Scan",
+                lambda *_: lambda u, found: self._query(u, [self._page_size(p) for p in found[0]], consistent=False),
+            ),
             "files": ("Query", lambda *_: lambda u, found: self._query(u, [self._file_size(f) for f in found])),
             "put_file": ("PutItem", file_change),
             "move_file_state": ("UpdateItem", file_change),

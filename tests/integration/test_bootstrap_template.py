@@ -32,9 +32,11 @@ def test_every_caught_failure_and_the_success_wait_out_the_worker_s_timeout_befo
     catchers = [c for s in states.values() for c in s.get("Catch", [])]
     assert catchers and all(c["Next"] == "WaitAfterFailure" for c in catchers)
     # Every state that starts workers has a Catch; those that cannot fail the bootstrap's writes need none
-    assert {n for n, s in states.items() if "Catch" in s} == {"LoadChunks", "Plan", "RenderRanges", "Finish"}
+    caught = {"LoadChunks", "ScanSegments", "Resection", "Plan", "RenderRanges", "Finish"}
+    assert {n for n, s in states.items() if "Catch" in s} == caught
     assert states["Begin"]["Parameters"]["Payload"]["execution.$"] == "$$.Execution.Id"
     assert states["RenderRanges"]["ItemSelector"]["execution.$"] == "$$.Execution.Id"
+    assert states["Resection"]["ItemSelector"]["execution.$"] == "$$.Execution.Id"  # moves only while holding
 
 
 def test_the_endings_no_catch_sees_are_checked_often_and_the_alarms_bound_the_longest_hold() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -225,6 +226,14 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         machine.execute("iam", before=during)
         run.drain()
         assert {f"{BASE}/docs/live", f"{BASE}/blog/b0"} <= _published_urls(run)
+        # And Sections changed from every first segment to "blog" alone, and a re-section run (Scan): the docs
+        # page moves to root
+        settings = run.pipeline.settings.model_copy(update={"sections": "blog"})
+        run.pipeline = replace(run.pipeline, settings=settings)
+        assert machine.execute("iam-resection", resection=True).status == "SUCCEEDED"
+        run.drain()
+        assert any(name.startswith("sitemap-root-") for name in run.published())
+        assert not any(name.startswith("sitemap-docs-") for name in run.published())
         # Then nothing any function did was denied
         policies = run.stack.policies
         assert [d for p in policies.values() for d in p.denied] == []

@@ -79,6 +79,17 @@ class FakeStore:
     def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
         return self.aws.sent_records(urls, channel, now_s)
 
+    def scan_pages(
+        self, segment: int, total: int, cursor: dict[str, str] | None, limit: int | None = None
+    ) -> tuple[list[PageRecord], dict[str, str] | None]:
+        """All of a segment's page states in one page (segments by a hash of the URL, as DynamoDB's by its key)."""
+
+        def scan() -> tuple[list[PageRecord], dict[str, str] | None]:
+            pages = sorted(self.pages.items())
+            return [p for url, p in pages if hashlib.sha256(url.encode()).digest()[0] % total == segment], None
+
+        return self._call("scan", scan)  # type: ignore[no-any-return]
+
     def mark_sent(
         self,
         digests: dict[str, str],
@@ -102,7 +113,8 @@ class FakeStore:
     @staticmethod
     def _record(write: PageWrite, outbox: str) -> PageRecord:
         return PageRecord(write.url, write.rank, write.kind, write.section, write.key, write.digest, write.lastmod,
-                          write.change, write.moved_from, outbox, write.rank)  # fmt: skip
+                          write.change, write.moved_from, outbox, write.rank,
+                          section_named=write.section_named)  # fmt: skip
 
     def open_outbox(self, outbox: str, urls: list[str]) -> None:
         def put() -> None:

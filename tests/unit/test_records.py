@@ -32,7 +32,9 @@ def test_scan_records_gives_every_field_at_its_position() -> None:
     assert (first[records.VERSION], first[records.OCCURRED]) == live.order
     assert (second[records.VERSION], second[records.OCCURRED]) == gone.order
     assert first[records.MOMENT] == live.entry.lastmod_us and second[records.MOMENT] == gone.tombstone.deleted_us
-    assert first[records.FLAGS] == live.entry.flags != 0
+    # The event named the section "Blög": the record says so beside the entry's own flags
+    assert first[records.FLAGS] == live.entry.flags | records.FLAG_NAMED and live.entry.flags != 0
+    assert second[records.FLAGS] == 0
     assert first[records.START] == 0 and second[records.START] == first[records.END]
     assert data[first[records.BODY] : first[records.NEWS]] == live.entry.body
     assert data[first[records.NEWS] : first[records.END]] == live.entry.news

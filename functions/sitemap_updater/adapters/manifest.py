@@ -114,6 +114,7 @@ class ManifestStore(FileRecords):
             "change": _s(write.change),
             "moved_from": _s(write.moved_from),
             "outbox": _s(outbox),
+            **({"section_named": {"BOOL": True}} if write.section_named else {}),
             **kept,
         }
 
@@ -170,6 +171,29 @@ class ManifestStore(FileRecords):
             ExpressionAttributeNames={"#rank": "rank"},
         ).get("Item")
         return None if item is None else item.get("rank", {}).get("S", "")
+
+    def scan_pages(
+        self, segment: int, total: int, cursor: dict[str, str] | None, limit: int | None = None
+    ) -> tuple[list[PageRecord], dict[str, str] | None]:
+        """One page of segment ``segment`` of ``total`` of a parallel Scan of the table, its page states: DynamoDB
+        reads up to 1 MB of items (every kind; eventually consistent, half a read unit per 4 KB) and returns the
+        page states among them, with where the next page starts (None: the segment is done); ``limit``: at most
+        that many items read."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "Segment": segment,
+            "TotalSegments": total,
+            "FilterExpression": "sk = :state",
+            "ExpressionAttributeValues": {":state": _s("state")},
+        }
+        if limit is not None:
+            request["Limit"] = limit
+        if cursor is not None:
+            request["ExclusiveStartKey"] = {"pk": _s(cursor["pk"]), "sk": _s(cursor["sk"])}
+        response = self._client.scan(**request)
+        records = [page_record(item["url"]["S"], item) for item in response.get("Items", []) if "url" in item]
+        last = response.get("LastEvaluatedKey")
+        return records, None if not last else {"pk": last["pk"]["S"], "sk": last["sk"]["S"]}
 
     # --- outboxes: the changes of an ingest batch whose rebuild marks may not have been sent ---------------
     def open_outbox(self, outbox: str, urls: list[str]) -> None:
@@ -535,4 +559,5 @@ def page_record(url: str, item: dict[str, Any]) -> PageRecord:
         moved_from=item.get("moved_from", {}).get("S", ""),
         outbox=item.get("outbox", {}).get("S", ""),
         entry_rank=item.get("entry_rank", item["rank"])["S"],
+        section_named=item.get("section_named", {}).get("BOOL", False),
     )

@@ -3,7 +3,7 @@ last sent for it. Plain values, shared by the services, the DynamoDB adapter and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +21,8 @@ class PageFields:
     # the section the page left, and those an unfinished earlier move may still have written; empty: none).
     change: str
     moved_from: str
+    # Whether the event named the section (else the Sections setting gave it, and a re-section may move it).
+    section_named: bool = field(default=False, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,9 @@ from sitemap_updater.core.reduce import PageState, Tombstone
 # kind, version, occurred_us, key, lastmod_us, news_us, flags, len(url), len(section), len(body), len(news)
 _HEAD = struct.Struct("<BqqQqqBIHII")
 HEAD_SIZE = _HEAD.size
+# In the flags of a page state's record (``encode_state``), beside the entry's own (``entry.FLAG_*``, the low
+# bits): the event named the section. A build's records never have it (nothing there is ever moved).
+FLAG_NAMED = 0x80
 
 
 def encode_record(
@@ -36,15 +39,20 @@ def encode_record(
 
 
 def encode_state(state: PageState) -> bytes:
-    """Serialise a page state (live entry or tombstone) with its event order."""
+    """Serialise a page state (live entry or tombstone) with its event order and whether its event named its
+    section (a re-section's move is not kept: its rank is the page state's, not the record's)."""
     url = state.url.encode()
+    named = FLAG_NAMED if state.named else 0
     if state.entry is not None:
         e = state.entry
         section = e.section.encode("utf-8", "surrogatepass")
-        return encode_record(0, state.order, e.key, e.lastmod_us, url, section, e.body, e.news, e.news_us, e.flags)
+        return encode_record(
+            0, state.order, e.key, e.lastmod_us, url, section, e.body, e.news, e.news_us, e.flags | named
+        )
     assert state.tombstone is not None
     t = state.tombstone
-    return encode_record(1, state.order, t.key, t.deleted_us, url, t.section.encode("utf-8", "surrogatepass"))
+    section = t.section.encode("utf-8", "surrogatepass")
+    return encode_record(1, state.order, t.key, t.deleted_us, url, section, flags=named)
 
 
 # A record read in place by ``scan_records``: a plain tuple (cheap to make, sorts by key then URL) of
@@ -115,8 +123,11 @@ def decode_states(data: bytes) -> Iterator[PageState]:
         if kind == 0:
             news_start = body_start + n_body
             pos = news_start + n_news
-            entry = Entry(url, key, section, moment, data[body_start:news_start], data[news_start:pos], news_us, flags)
-            yield PageState(url, (version, occurred), entry, None)
+            body, news = data[body_start:news_start], data[news_start:pos]
+            entry = Entry(url, key, section, moment, body, news, news_us, flags & ~FLAG_NAMED)
+            yield PageState(url, (version, occurred), entry, None, bool(flags & FLAG_NAMED))
         else:
             pos = body_start
-            yield PageState(url, (version, occurred), None, Tombstone(url, key, section, moment))
+            yield PageState(
+                url, (version, occurred), None, Tombstone(url, key, section, moment), bool(flags & FLAG_NAMED)
+            )

@@ -32,6 +32,12 @@ class PageState(NamedTuple):
     order: tuple[int, int]
     entry: Entry | None
     tombstone: Tombstone | None
+    # Whether the event named the section (its ``section`` field): a page whose section the Sections setting
+    # gave is moved by a re-section when the setting changes; one its event named stays.
+    named: bool = False
+    # A re-section's move: the rank of the stored state this one places in another section ("" for an event's
+    # state). Its rank extends that one (``moved_rank``), so it is newer than it and than nothing else.
+    replaces: str = ""
 
     @property
     def key(self) -> int:
@@ -62,17 +68,47 @@ class PageState(NamedTuple):
         in Python and in DynamoDB conditions (UTF-8 byte order is code point order): (version, occurred_at),
         then a delete beats an upsert with the same order, then the larger digest of the rendered entry, then
         the larger section name. Two states of equal rank are equal, so a tie cannot depend on arrival order."""
+        if self.replaces:
+            return moved_rank(self.replaces, self.section)
         version, occurred = self.order
         kind = 1 if self.entry is None else 0
         return f"{version + 1:020d}:{occurred:020d}:{kind}:{self.digest}:{self.section}"
 
 
+# A moved state's rank: the event's own rank, then ``>``, the move's number (6 digits) and the section. An event's
+# rank never holds ``>`` after its section when a re-section may move it: its section is a first path segment
+# of a canonical URL (where ``>`` is escaped) or ``root``.
+_MOVE = ">"
+
+
+def moved_rank(stored: str, section: str) -> str:
+    """The rank of ``stored``'s page moved to ``section`` by a re-section: the event's rank extended, so it is
+    greater than ``stored`` (and every earlier move of the page) and compares with any other event's rank as the
+    event's own does (a newer event still wins, an older one is still stale)."""
+    if is_moved(stored):
+        head, _sep, tail = stored.rpartition(_MOVE)
+        return f"{head}{_MOVE}{int(tail[:6]) + 1:06d}:{section}"
+    return f"{stored}{_MOVE}{1:06d}:{section}"
+
+
+def is_moved(rank: str) -> bool:
+    """Whether ``rank`` is a re-section's move (``moved_rank``) rather than an event's own."""
+    _head, sep, tail = rank.rpartition(_MOVE)
+    return bool(sep) and tail[:6].isdigit() and tail[6:7] == ":"
+
+
+def rank_order(rank: str) -> tuple[int, int]:
+    """The event order (version, occurred_at in µs) a rank begins with."""
+    return int(rank[:20]) - 1, int(rank[21:41])
+
+
 def state_from_event(event: PageEvent) -> PageState:
     """The page state an accepted event asks for."""
+    named = event.section is not None
     if event.type == "upsert":
-        return PageState(event.url, event.order, entry_from_event(event), None)
+        return PageState(event.url, event.order, entry_from_event(event), None, named)
     tomb = Tombstone(event.url, page_key(event.url), event.page_section, moment_micros(event.occurred_at))
-    return PageState(event.url, event.order, None, tomb)
+    return PageState(event.url, event.order, None, tomb, named)
 
 
 def newer(current: PageState | None, candidate: PageState) -> bool:

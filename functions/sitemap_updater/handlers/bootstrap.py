@@ -1,5 +1,6 @@
 """Lambda: one step of the bootstrap state machine (``BootstrapStateMachine`` in template.yaml), named by the
-event's ``step``: begin, chunk (one export object), plan, render (one key range), finish, release (after the
+event's ``step``: begin, chunk (one export object), or segments and resection (one Scan segment's next pages, for a
+re-section: ``service/resection.py``), plan, render (one key range), finish, release (after the
 wait that follows Finish or a caught failure), and check (every five minutes, on a schedule: releases the hold
 of an execution that stopped without a release, and reports the metrics the import alarms watch)."""
 
@@ -11,7 +12,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sitemap_updater.service import bootstrap, bootstrap_release
+from sitemap_updater.service import bootstrap, bootstrap_release, resection
 from sitemap_updater.wiring.pipeline import current_executions, current_pipeline
 
 logger = Logger()
@@ -34,6 +35,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         metrics.add_metric(name="BootstrapRejected", unit=MetricUnit.Count, value=loaded.rejected)
         metrics.add_metric(name="BootstrapRecorded", unit=MetricUnit.Count, value=loaded.outcomes["recorded"])
         answer = loaded.as_dict()
+    elif step == "segments":
+        answer = resection.segments(pipeline, run)
+    elif step == "resection":
+        cursor = event.get("cursor")
+        answer = resection.resection_segment(
+            pipeline, run, execution, int(event.get("segment", -1)), int(event.get("total", 0)),
+            {"pk": str(cursor["pk"]), "sk": str(cursor["sk"])} if isinstance(cursor, dict) else None,
+        )  # fmt: skip
+        metrics.add_metric(name="ResectionMoved", unit=MetricUnit.Count, value=answer["moved"])
     elif step == "plan":
         answer = bootstrap.plan(pipeline, run)
     elif step == "render":
@@ -52,7 +62,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         answer = checked.as_dict()
     else:
         raise bootstrap.BootstrapError(
-            f"step: {step!r} is not one of begin, chunk, plan, render, finish, release, check"
+            f"step: {step!r} is not one of begin, chunk, segments, resection, plan, render, finish, release, check"
         )
     logger.info("bootstrap step done", extra={"step": step, "run": run, **answer})
     return answer

@@ -45,6 +45,7 @@ from sitemap_updater.local.sfn import (
     Ended,
     StatesError,
     StillRunning,
+    choose,
     evaluate,
     handles,
     path,
@@ -227,13 +228,15 @@ class LocalStateMachine:
         inject: Injector | None = None,
         before: Callable[[str], None] | None = None,
         name: str | None = None,
+        resection: bool = False,
     ) -> Execution:
-        """One execution with input ``{"run": run}``; ``before(state)`` runs before each top-level state."""
+        """One execution with input ``{"run": run}`` (and ``"resection": true`` with ``resection``); ``before(state)``
+        runs before each top-level state."""
         execution = Execution(self.arn_prefix + (name or f"{run}-{len(self.executions) + 1}"))
         execution.started_s = self.clock.seconds
         self.executions[execution.arn] = self._current = execution
         context: dict[str, Any] = {"Execution": {"Id": execution.arn}}
-        data: Any = {"run": run}
+        data: Any = {"run": run, **({"resection": True} if resection else {})}
         state_name: str | None = self.definition["StartAt"]
         try:
             while state_name is not None:
@@ -246,6 +249,8 @@ class LocalStateMachine:
                 self._measure(execution, f"{state_name} input", data)
                 following = None if state.get("End") else state.get("Next")
                 try:
+                    if state["Type"] == "Choice":
+                        following = choose(state, data)
                     data = self._state(state_name, state, data, context, execution, inject)
                 except StatesError as exc:
                     catcher = next((c for c in state.get("Catch", []) if handles(c, exc.error)), None)
@@ -286,6 +291,8 @@ class LocalStateMachine:
             return self._map(name, state, data, context, execution, inject)
         if kind == "Wait":
             self._advance(execution, float(state["Seconds"]))
+            return data
+        if kind in ("Choice", "Succeed"):  # the execution loop takes a Choice's Next
             return data
         if kind == "Fail":
             error = path(data, state["ErrorPath"], context) if "ErrorPath" in state else state.get("Error", "")
@@ -362,7 +369,6 @@ class LocalStateMachine:
         run = execution.maps.setdefault(name, MapRun())
         started = time.perf_counter()
         processor = state["ItemProcessor"]
-        inner = processor["States"][processor["StartAt"]]
         background: list[float] = []
         try:
             for item in self._items(state["ItemReader"], data):
@@ -371,9 +377,7 @@ class LocalStateMachine:
                 payload = evaluate(state["ItemSelector"], data, item_context) if "ItemSelector" in state else item
                 self._measure(execution, f"{name} item input", payload)
                 try:
-                    output, tries = self._task(
-                        processor["StartAt"], inner, payload, item_context, execution, inject, background
-                    )
+                    output, tries = self._child(processor, payload, item_context, execution, inject, background)
                 except StatesError as exc:
                     if exc.error in UNCAUGHT:
                         raise
@@ -395,6 +399,36 @@ class LocalStateMachine:
             prefix = evaluate(state["ResultWriter"].get("Parameters", {}), data, {}).get("Prefix", "")
             self.backend.put_object(f"{prefix}/local/SUCCEEDED_0.json", json.dumps(run.results).encode())
         return place(data, state.get("ResultPath", "$"), run.results)
+
+    def _child(
+        self,
+        processor: dict[str, Any],
+        data: Any,
+        context: dict[str, Any],
+        execution: Execution,
+        inject: Injector | None,
+        background: list[float],
+    ) -> tuple[Any, int]:
+        """One map item's run of the processor's states (Tasks, and Choices between them, to a Succeed or an End):
+        its output (None when a Task is still running in the background) and the most attempts one Task took."""
+        name: str | None = processor["StartAt"]
+        most = 1
+        while name is not None:
+            self._tick(execution)
+            state = processor["States"][name]
+            following = None if state.get("End") else state.get("Next")
+            if state["Type"] == "Task":
+                data, tries = self._task(name, state, data, context, execution, inject, background)
+                most = max(most, tries)
+                if data is None:
+                    return None, most
+                self._measure(execution, f"{name} output", data)
+            elif state["Type"] == "Choice":
+                following = choose(state, data)
+            elif state["Type"] != "Succeed":
+                raise StatesError(RUNTIME, f"{name}: a {state['Type']} state in a map is not run locally")
+            name = following
+        return data, most
 
     def _items(self, reader: dict[str, Any], data: Any) -> list[Any]:
         parameters = evaluate(reader.get("Parameters", {}), data, {})

@@ -141,3 +141,52 @@ def place(data: Any, path: str | None, result: Any) -> Any:
     placed = dict(data)
     placed[path.removeprefix("$.")] = result
     return placed
+
+
+_MISSING = object()
+
+
+def _lookup(data: Any, expression: str) -> Any:
+    root = data
+    for part in [p for p in expression[1:].split(".") if p]:
+        if not isinstance(root, dict) or part not in root:
+            return _MISSING
+        root = root[part]
+    return root
+
+
+def holds(rule: dict[str, Any], data: Any) -> bool:
+    """Whether a Choice rule holds for ``data``: ``Not``, ``And``, ``Or`` and, on a ``Variable``, ``IsPresent``,
+    ``IsNull``, ``BooleanEquals`` and ``StringEquals`` (a type that differs compares false; a variable that is
+    missing fails the state with States.Runtime, except for ``IsPresent``)."""
+    if "Not" in rule:
+        return not holds(rule["Not"], data)
+    if "And" in rule:
+        return all(holds(r, data) for r in rule["And"])
+    if "Or" in rule:
+        return any(holds(r, data) for r in rule["Or"])
+    value = _lookup(data, rule["Variable"])
+    if "IsPresent" in rule:
+        return (value is not _MISSING) == bool(rule["IsPresent"])
+    if value is _MISSING:
+        raise StatesError(
+            RUNTIME,
+            f"Invalid path '{rule['Variable']}': the choice state's condition path references an invalid value.",
+        )
+    if "IsNull" in rule:
+        return (value is None) == bool(rule["IsNull"])
+    if "BooleanEquals" in rule:
+        return isinstance(value, bool) and value == rule["BooleanEquals"]
+    if "StringEquals" in rule:
+        return isinstance(value, str) and value == rule["StringEquals"]
+    raise StatesError(RUNTIME, f"a choice rule {sorted(rule)} is not run locally")
+
+
+def choose(state: dict[str, Any], data: Any) -> str:
+    """The state a Choice state goes to: its first rule that holds, else its Default."""
+    for rule in state["Choices"]:
+        if holds(rule, data):
+            return str(rule["Next"])
+    if "Default" not in state:
+        raise StatesError("States.NoChoiceMatched", "no choice rule matched and there is no Default")
+    return str(state["Default"])

@@ -227,6 +227,7 @@ def page_write(state: PageState, old: PageRecord | None = None) -> PageWrite:
             change=change,
             moved_from=moved_from,
             record=encode_state(state),
+            section_named=state.named,
         )
     assert state.tombstone is not None
     tomb = state.tombstone
@@ -241,6 +242,7 @@ def page_write(state: PageState, old: PageRecord | None = None) -> PageWrite:
         change=change,
         moved_from=moved_from,
         record=encode_state(state),
+        section_named=state.named,
     )
 
 
