@@ -40,7 +40,8 @@ S3_PRICE = {"PUT": 0.005 / 1000, "LIST": 0.005 / 1000, "GET": 0.0004 / 1000, "DE
 CF_REQUEST = 0.0100 / 10_000
 CF_GB = 0.085
 LOGS_GB = 0.50
-METRIC_MONTH, ALARM_MONTH, DASHBOARD_MONTH = 0.30, 0.10, 3.00
+METRIC_MONTH, ALARM_MONTH, DASHBOARD_MONTH = 0.30, 0.10, 3.00  # an alarm is billed per metric it reads
+KMS_KEY_MONTH = 1.00  # a customer managed key (the alarm topic's: CloudWatch cannot publish under aws/sns)
 HOURS_PER_MONTH = 730
 PLATFORM_LOG_BYTES = 330  # Lambda's START, END and REPORT lines of one invocation
 CRAWLERS = 2  # Google and Bing fetch what changed
@@ -120,12 +121,16 @@ def scaled(bill: Mapping[str, float], factor: float) -> dict[str, float]:
     return {line: value * factor for line, value in bill.items()}
 
 
-def fixed(queues: Mapping[str, str], metrics: int, alarms: int, dashboards: int, hours: float) -> dict[str, float]:
+def fixed(
+    queues: Mapping[str, str], metrics: int, alarms: int, dashboards: int, hours: float, keys: int = 0
+) -> dict[str, float]:
     """What a deployment costs per ``hours`` whatever its traffic: the event sources' empty long polls
-    (``queues``: name -> standard/fifo) and the custom metrics, alarms and dashboards."""
+    (``queues``: name -> standard/fifo) and the custom metrics, alarm metrics (``alarms``: a metric math alarm
+    counts each metric it reads), dashboards and the alarm topic's KMS keys (counted with CloudWatch: they
+    exist for its alarms' notifications)."""
     bill = dict.fromkeys(LINES, 0.0)
     bill["SQS"] = sum(SQS_PRICE[kind] * IDLE_POLLS_PER_HOUR * hours for kind in queues.values())
-    month = metrics * METRIC_MONTH + alarms * ALARM_MONTH + dashboards * DASHBOARD_MONTH
+    month = metrics * METRIC_MONTH + alarms * ALARM_MONTH + dashboards * DASHBOARD_MONTH + keys * KMS_KEY_MONTH
     bill["CloudWatch"] = month * hours / HOURS_PER_MONTH
     bill["total"] = sum(bill[line] for line in LINES)
     return bill

@@ -81,10 +81,21 @@ def run(size: int) -> dict[str, Any]:
         data = _measure(sim, meter, driver, size)
     data["metrics"] = sorted(meter.logs.metrics)
     data["bench_cpu_s"] = round(time.process_time(), 1)
-    kinds = [spec["Type"] for spec in load_template(TEMPLATE)["Resources"].values()]
-    data["resources"] = {"alarms": kinds.count("AWS::CloudWatch::Alarm"),
-                         "dashboards": kinds.count("AWS::CloudWatch::Dashboard")}  # fmt: skip
+    resources = load_template(TEMPLATE)["Resources"].values()
+    kinds = [spec["Type"] for spec in resources]
+    data["resources"] = {"alarms": sum(_alarm_metrics(spec) for spec in resources),
+                         "dashboards": kinds.count("AWS::CloudWatch::Dashboard"),
+                         "keys": kinds.count("AWS::KMS::Key")}  # fmt: skip
     return data
+
+
+def _alarm_metrics(spec: dict[str, Any]) -> int:
+    """The metrics an alarm is billed for on the default deployment: 1, or each metric a metric math alarm
+    reads (a conditional one, ``!If``, is left out: its condition is off by default)."""
+    if spec["Type"] != "AWS::CloudWatch::Alarm":
+        return 0
+    metrics = spec["Properties"].get("Metrics")
+    return 1 if metrics is None else sum(1 for m in metrics if isinstance(m, dict) and "MetricStat" in m)
 
 
 def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any]:

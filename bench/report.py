@@ -39,7 +39,7 @@ def fixed_part(data: dict[str, Any], scenario: dict[str, Any]) -> dict[str, floa
     hourly = cost.dollars({n: usage(r) for n, r in data["hourly"].items()}, data["memory"], {})
     resources = data.get("resources", {})
     idle = cost.fixed(data["polled"], len(data.get("metrics", [])), resources.get("alarms", 0),
-                      resources.get("dashboards", 0), hours)  # fmt: skip
+                      resources.get("dashboards", 0), hours, resources.get("keys", 0))  # fmt: skip
     return {k: hourly[k] * hours + idle[k] for k in hourly}
 
 
