@@ -338,7 +338,9 @@ class FakeS3:
             current = self.objects.get(Key)
             if kwargs.get("IfNoneMatch") == "*" and current is not None:
                 raise _client_error("PreconditionFailed", "PutObject")
-            if "IfMatch" in kwargs and (current is None or current.etag != kwargs["IfMatch"]):
+            if "IfMatch" in kwargs and current is None:  # as S3 answers If-Match on no object (and moto)
+                raise _client_error("NoSuchKey", "PutObject")
+            if "IfMatch" in kwargs and current is not None and current.etag != kwargs["IfMatch"]:
                 raise _client_error("PreconditionFailed", "PutObject")
             etag = f'"{hashlib.md5(Body).hexdigest()}"'
             new = S3Object(Body, etag, int(Metadata.get("seq", "0")), self.sched.clock.now)
