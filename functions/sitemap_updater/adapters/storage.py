@@ -77,6 +77,11 @@ class SitemapBucket:
             # someone wrote in between: look again
         raise StalePublish(f"{name}: the object kept changing during {_MAX_ATTEMPTS} attempts to publish it")
 
+    def version(self, name: str) -> int | None:
+        """The version the object under ``name`` was published as (``x-amz-meta-seq``); None when there is none."""
+        current = self._current(name)
+        return None if current is None else current[1]
+
     def put_if_absent(self, name: str, data: bytes) -> bool:
         """Write ``data`` unless an object of that name exists (``If-None-Match: *``); True when written.
 
