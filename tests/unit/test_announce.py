@@ -5,17 +5,22 @@ what the real notifier sends for the change records the rebuilds queued."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import pytest
 
-from sitemap_updater.core.changes import View, changes
-from sitemap_updater.core.messages import read_rebuild_request
+from sitemap_updater.core.changes import View, changes, shown_digest
+from sitemap_updater.core.messages import DirtyMark, read_rebuild_request
+from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange
+from sitemap_updater.core.snapshots import SnapshotRef, pack_block
 from sitemap_updater.ports import HttpResponse
+from sitemap_updater.service.announce import announce, block_view
 from sitemap_updater.service.notify import Notifiers, notify
+from sitemap_updater.service.publish import snapshot_id
 from sitemap_updater.service.rebuild import rebuild_section
 from tests.conftest import AS_OF_US, BASE, parse
 from tests.unit.test_recovery import Stack, crash, page, replace_settings
@@ -127,46 +132,180 @@ def test_a_page_announced_nowhere_and_deleted_is_not_announced_by_a_section_that
     assert announcements.run() == []
 
 
+@pytest.mark.parametrize(("delete_rank", "told"), [("r2", ""), ("r0", "d")])
+def test_a_delete_left_to_the_notifier_replaces_an_older_change_of_the_same_batch(delete_rank: str, told: str) -> None:
+    # Given one batch: blog announces a change of a page, and news a delete of it that no file of news showed
+    stack = Stack()
+    announcements = Announcements(stack)
+    url = _url("a")
+    records = [
+        {"section": "blog", "changed": {url: "updated"}, "digests": {url: "d"}, "ranks": {url: "r1"}},
+        {"section": "news", "changed": {}, "removed_if_announced": {url: delete_rank}},
+    ]
+    notify(records, announcements.pipeline, Notifiers(announcements.engine))
+    # Then the URL is sent once, and recorded as what the newer of the two says
+    assert announcements.engine.lists == [[url]]
+    assert stack.store.sent_records([url], "indexnow", 0)[url].digest == told
+
+
 # --- the comparison itself ---------------------------------------------------------------------------------
+DAY_US = 86_400 * 1_000_000
+NEWS_AT = "2026-11-10T00:00:00Z"
+NEWS_US = 1_794_268_800 * 1_000_000  # NEWS_AT in microseconds
+
+
 def _state(name: str, **fields: Any) -> Any:
     return state_from_event(parse(page(name, **fields)))
 
 
-def test_the_same_entries_announce_nothing_and_a_changed_or_new_entry_is_announced() -> None:
-    a, b = _state("a", version=1), _state("b", version=1)
-    assert changes([ALL], [a, b], [View(ALL, [a, b])], [], AS_OF_US).shown == {}
-    newer = _state("a", version=2, lastmod="2026-11-09")
-    found = changes([ALL], [newer, b, _state("c", version=1)], [View(ALL, [a, b])], [], AS_OF_US)
-    assert {url: kind for url, (kind, _) in found.shown.items()} == {_url("a"): "updated", _url("c"): "added"}
+def _news(title: str = "News") -> dict[str, str]:
+    return {"publication_name": "Example Times", "publication_language": "en", "publication_date": NEWS_AT,
+            "title": title}  # fmt: skip
+
+
+def _copy(state: Any) -> Any:
+    """The same state as another object (read back from a snapshot, say)."""
+    [again] = decode_states(encode_state(state))
+    return again
+
+
+def _kinds(found: Any) -> dict[str, str]:
+    return {url: kind for url, (kind, _) in found.shown.items()}
+
+
+def _sorted(*states: Any) -> list[Any]:
+    return sorted(states, key=lambda s: (s.key, s.url))
+
+
+def test_the_same_entries_announce_nothing_whether_or_not_they_are_the_same_objects() -> None:
+    a, b = _state("a", version=1), _state("b", version=1, news=_news())
+    now = _sorted(a, b)
+    assert changes([ALL], now, [View(ALL, now)], [], AS_OF_US).shown == {}
+    assert changes([ALL], now, [View(ALL, [_copy(s) for s in now])], [], AS_OF_US).shown == {}
+
+
+def test_pages_added_changed_and_gone_anywhere_in_a_file_are_each_found() -> None:
+    pages = _sorted(*(_state(f"p{i}", version=1) for i in range(8)))
+    changed = _state(pages[2].url.rsplit("/", 1)[1], version=2, lastmod="2026-11-09")
+    added = _state("new", version=1)
+    now = _sorted(*(s for n, s in enumerate(pages) if n not in (2, 5)), changed, added)
+    found = changes([ALL], now, [View(ALL, pages)], [], AS_OF_US)
+    assert _kinds(found) == {changed.url: "updated", added.url: "added"}
+    assert found.vanished == [pages[5].url]
 
 
 def test_a_page_moving_between_files_of_a_section_is_no_change() -> None:
     a, b = _state("a", version=1), _state("b", version=1)
-    low, high = sorted([a, b], key=lambda s: s.key)
-    half = KeyRange(0, KEY_SPACE // 2, 1) if low.key < KEY_SPACE // 2 <= high.key else ALL
-    region = [half, KeyRange(KEY_SPACE // 2, KEY_SPACE, 1)] if half != ALL else [ALL]
-    # one file became two (or, for keys on one side, the same file): the entries shown are the same
-    assert changes(region, [low, high], [View(ALL, [low, high])], [], AS_OF_US).shown == {}
+    low, high = _sorted(a, b)
+    halves = [KeyRange(0, KEY_SPACE // 2, 1), KeyRange(KEY_SPACE // 2, KEY_SPACE, 1)]
+    # one file became two (its pages now in the halves their keys fall in): the entries shown are the same
+    assert changes(halves, [low, high], [View(ALL, [low, high])], [], AS_OF_US).shown == {}
 
 
-def test_news_that_aged_out_is_no_change() -> None:
-    published = "2026-11-10T00:00:00Z"
-    news = {"publication_name": "Example Times", "publication_language": "en", "publication_date": published,
-            "title": "News"}  # fmt: skip
-    state = _state("a", version=1, news=news)
-    as_of_later = AS_OF_US + 30 * 86_400 * 1_000_000  # the news is weeks old now: not rendered
-    assert changes([ALL], [state], [View(ALL, [state])], [], as_of_later).shown == {}
+def test_news_counts_while_files_render_it_that_is_for_two_days() -> None:
+    with_news, other_news = _state("a", version=1, news=_news()), _state("a", version=2, news=_news("Other"))
+    # the digest announced is of the entry as shown: with its news up to two days, without it after
+    assert shown_digest(with_news, NEWS_US + 2 * DAY_US) == with_news.digest
+    assert shown_digest(with_news, NEWS_US + 2 * DAY_US + 1) == hashlib.sha256(with_news.entry.body).hexdigest()
+    assert shown_digest(_state("b", version=1), AS_OF_US) == _state("b", version=1).digest
+    # a change of the news alone is a change while it is shown, none once no file renders it
+    view = [View(ALL, [with_news])]
+    assert _kinds(changes([ALL], [other_news], view, [], NEWS_US + 2 * DAY_US)) == {with_news.url: "updated"}
+    assert changes([ALL], [other_news], view, [], NEWS_US + 2 * DAY_US + 1).shown == {}
 
 
-def test_a_file_whose_announced_snapshot_is_lost_announces_every_page_it_shows() -> None:
+def test_a_file_whose_announced_snapshot_is_lost_announces_every_page_it_shows_as_updated() -> None:
     a, b = _state("a", version=1), _state("b", version=1)
-    found = changes([ALL], [a, b], [View(ALL, None)], [], AS_OF_US)
-    assert sorted(found.shown) == [_url("a"), _url("b")] and found.vanished == []
+    found = changes([ALL], _sorted(a, b), [View(ALL, None)], [], AS_OF_US)
+    assert _kinds(found) == {a.url: "updated", b.url: "updated"} and found.vanished == []
 
 
-@pytest.mark.parametrize("since_shows_it", [True, False])
-def test_a_page_shown_only_by_bytes_put_since_the_last_announcement_vanishes_once_gone(since_shows_it: bool) -> None:
-    a, p = _state("a", version=1), _state("p", version=1)
-    since = [View(ALL, [a, p] if since_shows_it else [a])]
-    found = changes([ALL], [a], [View(ALL, [a])], since, AS_OF_US)
-    assert found.vanished == ([_url("p")] if since_shows_it else []) and found.shown == {}
+def test_bytes_put_since_the_last_announcement_are_compared_too() -> None:
+    a, p, q = _state("a", version=1), _state("p", version=1), _state("q", version=1)
+    a2 = _state("a", version=2, lastmod="2026-11-09")
+    announced = [View(ALL, _sorted(a, q))]
+    # shown since and gone now: vanished (once, though announced too)
+    assert changes([ALL], [], announced, [View(ALL, _sorted(a, p, q))], AS_OF_US).vanished == sorted(
+        [a.url, p.url, q.url]
+    )
+    # shown otherwise since, or not at all though its file covered it, and back as announced now: updated
+    found = changes([ALL], _sorted(a, q), announced, [View(ALL, [_copy(a2)])], AS_OF_US)
+    assert _kinds(found) == {a.url: "updated", q.url: "updated"}
+    # shown since as announced and as it is now: nothing
+    assert changes([ALL], [a], [View(ALL, [a])], [View(ALL, [_copy(a)])], AS_OF_US).shown == {}
+    # shown since as it is now, never announced: added
+    assert _kinds(changes([ALL], [p], [], [View(ALL, [p])], AS_OF_US)) == {p.url: "added"}
+    # since bytes not known: every page they covered is told
+    assert _kinds(changes([ALL], _sorted(a, p), announced, [View(ALL, None)], AS_OF_US)) == {
+        a.url: "updated",
+        p.url: "added",
+    }
+    # what such bytes showed outside the region rendered now is not this rebuild's to judge
+    low, high = _sorted(a, p)
+    half = next(
+        r for r in (KeyRange(0, KEY_SPACE // 2, 1), KeyRange(KEY_SPACE // 2, KEY_SPACE, 1)) if r.contains(low.key)
+    )
+    if not half.contains(high.key):
+        assert changes([half], [low], [View(half, [low])], [View(ALL, [low, high])], AS_OF_US).vanished == []
+
+
+# --- what the record says --------------------------------------------------------------------------------
+def test_a_block_is_read_over_the_range_its_head_names() -> None:
+    stack = Stack()
+    a = _state("a", version=1)
+    where = KeyRange(a.key >> 61 << 61, (a.key >> 61 << 61) + (KEY_SPACE >> 3), 3)
+    block = pack_block(snapshot_id("sha", where), encode_state(a))
+    stack.pipeline.bucket.write_snapshots("_state/sitemap-blog/0000000000000001-1-0.states", [block])
+    ref = SnapshotRef("_state/sitemap-blog/0000000000000001-1-0.states", 0, len(block))
+    assert block_view(stack.pipeline.bucket, "sitemap-blog-00000000.xml.gz", ref, ALL) == View(where, [a])
+    gone = SnapshotRef("_state/sitemap-blog/0000000000000002-1-0.states", 0, 10)
+    assert block_view(stack.pipeline.bucket, "sitemap-blog-00000000.xml.gz", gone, where) == View(where, None)
+
+
+def test_the_record_names_how_each_page_changed_with_its_digest_rank_and_lastmod() -> None:
+    stack = Stack()
+    stack.send(page("gone", version=1), page("gone", version=2, type="delete", occurred_at="2026-11-21T00:00:00Z"))
+    stack.send(page("moved", version=1), page("moved", version=2, section="news"))
+    undated, gone, moved = (
+        _state("undated", version=1, lastmod=None),
+        _state("gone", version=1),
+        _state("moved", version=1),
+    )
+    tombstone = stack.store.pages[gone.url]
+    announced = [View(ALL, _sorted(gone, moved))]
+    loaded = {gone.url: _tomb(gone, "the rank of the tombstone here")}
+    found = announce(stack.pipeline, [ALL], [undated], (announced, []), loaded, [], AS_OF_US)
+    # a page without lastmod shows when it was published; a deleted page is removed with its tombstone's rank; a
+    # page moved to another section is that section's to announce
+    assert found.changed == {undated.url: "added", gone.url: "removed"}
+    assert found.lastmods == {undated.url: AS_OF_US} and found.digests[gone.url] == ""
+    assert found.ranks == {undated.url: undated.rank, gone.url: loaded[gone.url].rank}
+    # a page whose tombstone went to another section is removed with the rank of its page state
+    elsewhere = announce(stack.pipeline, [ALL], [], (announced, []), {}, [], AS_OF_US)
+    assert elsewhere.changed == {gone.url: "removed"} and elsewhere.ranks == {gone.url: tombstone.rank}
+
+
+def test_only_deletes_of_pages_no_file_here_showed_are_left_to_what_was_announced() -> None:
+    stack = Stack()
+    a, b, c = _state("a", version=1), _state("b", version=1), _state("c", version=1)
+    tomb_a, tomb_b = _tomb(a, "r-a"), _tomb(b, "r-b")
+    marks = [_mark(a, "removed"), _mark(b, "removed"), _mark(c, "removed"), _mark(b, "added")]
+    # a was shown and is deleted: removed; b was never shown: left to the notifier; c is live again, as announced
+    found = announce(stack.pipeline, [ALL], [c], ([View(ALL, _sorted(a, c))], []), {a.url: tomb_a, b.url: tomb_b,
+                     c.url: c}, marks, AS_OF_US)  # fmt: skip
+    assert found.changed == {a.url: "removed"}
+    assert found.unless_unannounced == {b.url: "r-b"}
+    # a mark that only says added asks for nothing
+    assert (
+        announce(stack.pipeline, [ALL], [], ([], []), {b.url: tomb_b}, [_mark(b, "added")], AS_OF_US).unless_unannounced
+        == {}
+    )
+
+
+def _tomb(state: Any, rank: str) -> Any:
+    """A tombstone of ``state``'s page whose rank is ``rank``."""
+    return type("Tomb", (), {"url": state.url, "key": state.key, "entry": None, "rank": rank})()
+
+
+def _mark(state: Any, change: str) -> DirtyMark:
+    return DirtyMark("blog", url=state.url, key=state.key, change=change)

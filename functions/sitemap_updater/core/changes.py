@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from sitemap_updater.core.entry import Entry
 from sitemap_updater.core.reduce import PageState
@@ -62,10 +63,8 @@ def changes(
         return entry.news if entry.news and entry.news_us >= as_of_us - NEWS_WINDOW_US else b""
 
     def same(a: PageState, b: PageState) -> bool:  # an unchanged page is mostly the very same state object
-        if a is b:
-            return True
-        assert a.entry is not None and b.entry is not None
-        return a.entry.body == b.entry.body and news(a.entry) == news(b.entry)
+        first, second = cast(Entry, a.entry), cast(Entry, b.entry)  # pages shown: tombstones are left out
+        return a is b or (first.body == second.body and news(first) == news(second))
 
     unknown = [view.key_range for view in announced if view.states is None]
     known = sorted((view for view in announced if view.states is not None), key=lambda view: view.key_range.start)
@@ -83,28 +82,27 @@ def changes(
             i, j = i + 1, j + 1
             continue
         first, second = (was.key, was.url), (now_shown.key, now_shown.url)
-        if first == second:
+        if first < second:
+            result.vanished.append(was.url)
+            i += 1
+        elif second < first:
+            appeared(now_shown)
+            j += 1
+        else:
             if not same(was, now_shown):
                 result.shown[now_shown.url] = ("updated", now_shown)
             i, j = i + 1, j + 1
-        elif first < second:
-            result.vanished.append(was.url)
-            i += 1
-        else:
-            appeared(now_shown)
-            j += 1
     result.vanished += [s.url for s in before[i:]]
     for state in current[j:]:
         appeared(state)
     if since:
-        _since(region, before, current, since, result, same)
+        _since(region, current, since, result, same)
     result.vanished = sorted(set(result.vanished))
     return result
 
 
 def _since(
     region: Sequence[KeyRange],
-    before: list[PageState],
     current: list[PageState],
     since: Sequence[View],
     result: Changes,
@@ -113,7 +111,6 @@ def _since(
     """Add what bytes put since the last announcement showed otherwise: a page shown now that such a file showed
     otherwise or not at all (or that file is not known), and a page such a file showed that no file shows now.
     Only after a rebuild died between its put and its change record."""
-    announced = {s.url for s in before}
     shown_now = {s.url for s in current}
     for view in since:
         covered = [s for s in current if view.key_range.contains(s.key)]
@@ -125,5 +122,5 @@ def _since(
         for state in covered:
             other = listed.get(state.url)
             if state.url not in result.shown and (view.states is None or other is None or not same(other, state)):
-                result.shown[state.url] = ("updated" if state.url in announced else "added", state)
+                result.shown[state.url] = ("updated", state)  # one not announced is "added" already
         result.vanished += [url for url in listed if url not in shown_now]

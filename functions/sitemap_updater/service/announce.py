@@ -90,11 +90,10 @@ def announce(
                 continue
             rank = page.rank if page is not None else ""
         result.changed[url], result.digests[url], result.ranks[url] = "removed", "", rank
-    vanished = set(found.vanished)
     for mark in marks:  # deletes of pages no file of this section showed: another section's file may have
-        if mark.change != "removed" or mark.url is None or mark.url in result.changed or mark.url in found.shown:
+        if mark.change != "removed" or mark.url is None or mark.url in result.changed:
             continue
         here = loaded.get(mark.url)
-        if here is not None and here.entry is None and mark.url not in vanished:
+        if here is not None and here.entry is None and mark.url not in found.vanished:
             result.unless_unannounced[mark.url] = here.rank
     return result

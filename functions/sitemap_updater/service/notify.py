@@ -129,16 +129,17 @@ def _removals_once_shown(read: ChangeRecords, pipeline: Pipeline, now_s: int) ->
     """Pages deleted in a section none of whose files showed them (``removed_if_announced``) are removed only if
     the search engines were last told they exist, or are to be told (a held change): a file of another section
     showed them, and moved them on before the delete. A page no file ever showed is not announced."""
-    pending = {url: found for url, found in read.unless_unannounced.items() if url not in read.digests}
-    if not pending:
-        return
-    told = set(pending)  # without IndexNow, only the feed hears of them: removing what it does not list is nothing
-    if pipeline.settings.indexnow_key:
-        sent = pipeline.store.sent_records(sorted(pending), INDEXNOW, now_s)
+    # A change of the page in this batch is to be told: its delete, if newer, replaces it.
+    told = {url for url, (rank, _) in read.unless_unannounced.items() if url in read.digests and rank > read.ranks[url]}
+    pending = sorted(url for url in read.unless_unannounced if url not in read.digests)
+    if pending and not pipeline.settings.indexnow_key:
+        told.update(pending)  # only the feed hears of them: removing what it does not list is nothing
+    elif pending:
+        sent = pipeline.store.sent_records(pending, INDEXNOW, now_s)
         held = pipeline.store.held(INDEXNOW, now_s)
-        told = {url for url in pending if any(url in r and r[url].digest != "" for r in (sent, held))}
+        told.update(url for url in pending if any(url in r and r[url].digest != "" for r in (sent, held)))
     for url in sorted(told):
-        rank, section = pending[url]
+        rank, section = read.unless_unannounced[url]
         read.digests[url], read.ranks[url] = "", rank
         read.changes.append(FeedChange(url, "removed", section, 0))
 
