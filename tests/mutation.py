@@ -77,10 +77,17 @@ TESTS: dict[str, list[str]] = {
     "service/ingest.py": ["tests/unit/test_mut_recovery.py", "tests/unit/test_recovery.py"],
     "service/rebuild.py": [
         "tests/unit/test_mut_recovery.py",
+        "tests/unit/test_announce.py",
         "tests/unit/test_change_names.py",
         "tests/unit/test_recovery.py",
         "tests/unit/test_rebuild_edges.py",
         "tests/unit/test_rebuild_boundaries.py",
+    ],
+    "core/changes.py": ["tests/unit/test_announce.py", "tests/unit/test_mut_recovery.py"],
+    "service/announce.py": [
+        "tests/unit/test_announce.py",
+        "tests/unit/test_mut_recovery.py",
+        "tests/unit/test_recovery.py",
     ],
     "service/index.py": [
         "tests/unit/test_cdn_lifetime.py",
@@ -98,6 +105,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "service/notify.py": [
         "tests/unit/test_mut_notify_held.py",
+        "tests/unit/test_announce.py",
         "tests/unit/test_notify_retries.py",
         "tests/unit/test_aws_failures.py",
     ],

@@ -15,9 +15,13 @@ from werkzeug import Request, Response
 
 from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.adapters.search_console import SearchConsole
+from sitemap_updater.core.messages import DirtyMark
+from sitemap_updater.core.sharding import page_key
 from sitemap_updater.local.runner import LocalRun
 from sitemap_updater.local.stack import session
+from sitemap_updater.service.ingest import ingest
 from sitemap_updater.service.notify import Notifiers, notify, search_console_hint
+from sitemap_updater.service.rebuild import rebuild_section
 from tests.conftest import BASE, event
 from tests.integration.conftest import FIXED_NOW, bodies
 
@@ -218,6 +222,53 @@ def test_indexnow_url_lists_equal_the_changed_urls_of_each_wave(
         report = run.send_wave(bodies(wave)).as_dict()
         sent = sorted(url for n in report["notifications"] for url in n["urls"])
         assert sent == report["changed_urls"] and sent
+
+
+def test_a_page_added_and_deleted_before_any_file_showed_it_sends_nothing(
+    run: LocalRun, receiver: tuple[HTTPServer, list[dict[str, Any]]]
+) -> None:
+    _, received = receiver
+    shown, ghost, never = f"{BASE}/blog/shown", f"{BASE}/blog/ghost", f"{BASE}/blog/never"
+    run.send_wave(bodies([event(shown, version=1)]))
+    assert [r["body"]["urlList"] for r in received] == [[shown]]
+    # When one batch publishes and deletes a new page, and a page never published is deleted
+    gone = event(ghost, type="delete", version=2, occurred_at="2026-11-21T00:00:00Z")
+    report = run.send_wave(bodies([event(ghost, version=1), gone])).as_dict()
+    assert [name for name in report["s3"]["put"] if name.endswith(".xml.gz")] == []  # (the index: a lastmod moved)
+    again = run.send_wave(bodies([event(never, version=1, type="delete", occurred_at="2026-11-21T00:00:00Z")]))
+    # Then no sitemap file's bytes changed and nothing is announced, by IndexNow or in a change record
+    assert [name for name in again.as_dict()["s3"]["put"] if name.endswith(".xml.gz")] == []
+    assert report["changed_urls"] == again.as_dict()["changed_urls"] == []
+    assert [r["body"]["urlList"] for r in received] == [[shown]]
+
+
+def test_a_page_shown_by_a_rebuild_that_died_before_its_change_record_is_announced_once_it_goes(
+    run: LocalRun, receiver: tuple[HTTPServer, list[dict[str, Any]]]
+) -> None:
+    _, received = receiver
+    a, p = f"{BASE}/blog/a", f"{BASE}/blog/p"
+    run.send_wave(bodies([event(a, version=1)]))
+    # Given a rebuild that put the file showing a new page and died before sending its change record
+    pipeline = run.pipeline
+    ingest(json.dumps(event(p, version=1)), pipeline)  # its mark waits in the rebuild queue
+    notify_queue = pipeline.notify_queue
+
+    def die(*_: Any) -> None:
+        raise RuntimeError("the function timed out")
+
+    object.__setattr__(pipeline, "notify_queue", type("Dead", (), {"send": staticmethod(die)})())
+    section = "root"  # this stack names no sections
+    with pytest.raises(RuntimeError):
+        rebuild_section(pipeline, section, [DirtyMark(section, url=p, key=page_key(p), change="added")])
+    object.__setattr__(pipeline, "notify_queue", notify_queue)
+    [record] = pipeline.store.files(section)
+    assert record.unsettled and record.pending is not None  # its intent, in DynamoDB
+    # When the page is deleted before the rebuild runs again
+    run.send_wave(bodies([event(p, type="delete", version=2, occurred_at="2026-11-21T00:00:00Z")]))
+    # Then the removal is announced (a crawler may have read the page), once, and the record is settled again
+    assert [r["body"]["urlList"] for r in received] == [[a], [p]]
+    [record] = pipeline.store.files(section)
+    assert not record.unsettled and record.pending is None and record.shown == ()
 
 
 def test_429_is_retried_after_retry_after_and_422_is_not(httpserver: HTTPServer, moto_endpoint: str) -> None:

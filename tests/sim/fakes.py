@@ -27,6 +27,7 @@ from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
+from sitemap_updater.core.snapshots import PendingPut, SnapshotRef
 from sitemap_updater.ports import HttpResponse, ImportHold
 from tests.conftest import AS_OF_US
 from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
@@ -213,8 +214,17 @@ class FakeStore:
             lambda f: replace(f, state=to_state, unnamed_us=at_us),
         )
 
-    def mark_unsettled(self, published: PublishedFile) -> None:
-        self._conditional_update("update_item", published, lambda f: True, lambda f: replace(f, unsettled=True))
+    def mark_unsettled(
+        self, published: PublishedFile, pending: PendingPut | None = None, shown: tuple[SnapshotRef, ...] = ()
+    ) -> None:
+        def change(f: PublishedFile) -> PublishedFile:
+            return (
+                replace(f, unsettled=True)
+                if pending is None
+                else replace(f, unsettled=True, pending=pending, shown=shown)
+            )
+
+        self._conditional_update("update_item", published, lambda f: True, change)
 
     def clear_pending_index(self, published: PublishedFile) -> bool:
         return self._conditional_update(
@@ -376,7 +386,9 @@ class FakeS3:
             current = self.objects.get(Key)
             if kwargs.get("IfNoneMatch") == "*" and current is not None:
                 raise _client_error("PreconditionFailed", "PutObject")
-            if "IfMatch" in kwargs and (current is None or current.etag != kwargs["IfMatch"]):
+            if "IfMatch" in kwargs and current is None:  # as S3 answers If-Match on no object (and moto)
+                raise _client_error("NoSuchKey", "PutObject")
+            if "IfMatch" in kwargs and current is not None and current.etag != kwargs["IfMatch"]:
                 raise _client_error("PreconditionFailed", "PutObject")
             etag = f'"{hashlib.md5(Body).hexdigest()}"'
             new = S3Object(Body, etag, int(Metadata.get("seq", "0")), self.sched.clock.now)

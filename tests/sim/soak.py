@@ -34,7 +34,6 @@ class Totals:
     steps: int = 0
     s3_puts: int = 0
     posts: int = 0
-    removals_never_shown: int = 0
     dead_lettered: int = 0
     virtual_s: float = 0.0
     faults: Counter[str] = field(default_factory=Counter)
@@ -48,7 +47,6 @@ class Totals:
         self.steps += result.steps
         self.s3_puts += result.s3_puts
         self.posts += result.posts
-        self.removals_never_shown += result.removals_never_shown
         self.dead_lettered += result.dead_lettered
         self.virtual_s += result.virtual_s
         self.faults.update(result.faults)
@@ -85,7 +83,6 @@ def report(totals: Totals, first: int, wall_s: float, workers: int) -> str:
         f"| events that failed on every receive, dead-lettered with their reason | {totals.dead_lettered:,} |",
         f"| S3 puts | {totals.s3_puts:,} |",
         f"| IndexNow requests | {totals.posts:,} |",
-        f"| removals announced for pages no file ever showed | {totals.removals_never_shown:,} |",
         f"| freshness, accepted change to surely served by the CDN: p50 / p90 / p99 (s) | {_percentiles(totals)} |",
         "",
         "AWS error shapes:",

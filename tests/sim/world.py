@@ -22,6 +22,7 @@ from typing import Any
 
 from lxml import etree
 
+from sitemap_updater.adapters.manifest import sent_pk
 from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.feed import FEED_NAME
 from sitemap_updater.core.moments import to_micros
@@ -81,7 +82,6 @@ class Result:
     faults: dict[str, int] = field(default_factory=dict)
     s3_puts: int = 0
     posts: int = 0
-    removals_never_shown: int = 0
     dead_lettered: int = 0  # events that failed on every receive, in the DLQ with their reason
     # Seconds from ingest accepting a change to the CDN surely serving it: the put of the file that shows it,
     # plus the cache lifetime (how long the CDN may still serve the bytes before).
@@ -172,6 +172,7 @@ class Simulation:
         self._crashed: set[str] = set()
         self._last_shown: dict[str, bytes] = {}
         self._shown_changes: Counter[str] = Counter()
+        self._shown_removals: Counter[str] = Counter()  # how often no file showed a page any more
         self._accepted_at: dict[str, list[float]] = {}  # URL -> when ingest accepted a change of it
         self._shown_at: list[tuple[str, float]] = []  # (URL, when a file first showed its new content)
         self._indexes: list[tuple[float, frozenset[str]]] = []  # every index put: when, and the files they name
@@ -302,9 +303,13 @@ class Simulation:
             # change that is announced again (a page deleted and published again).
             kept = self._entries(new.data) if new is not None else {}
             for url in set(self._entries(old.data)) - set(kept):
-                if not any(url in self._entries(o.data) for n, o in self.s3.objects.items()
-                           if n.endswith(".xml.gz") and n != name and not n.startswith(SNAPSHOT_PREFIX)):  # fmt: skip
-                    self._last_shown.pop(url, None)
+                others = (o for n, o in self.s3.objects.items()
+                          if n.endswith(".xml.gz") and n != name and not n.startswith(SNAPSHOT_PREFIX))  # fmt: skip
+                if (
+                    not any(url in self._entries(o.data) for o in others)
+                    and self._last_shown.pop(url, None) is not None
+                ):
+                    self._shown_removals[url] += 1
         if INDEX_FILE.fullmatch(name):  # sitemap.xml or a further index file: what the index files name changed
             if new is None:
                 self._index_files.pop(name, None)
@@ -321,6 +326,7 @@ class Simulation:
             shown = {url for n in listed if n in self.s3.objects for url in self._entries(self.s3.objects[n].data)}
             for url in [u for u in self._last_shown if u not in shown]:
                 self._last_shown.pop(url)
+                self._shown_removals[url] += 1
         for named in sorted(frozenset().union(*self._index_files.values()) - set(self.s3.objects) - self._drifted):
             self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
         if new is None and snapshots_written(name) is not None:
@@ -621,16 +627,35 @@ class Simulation:
         final = {url for data in published.values() if data[:2] == b"\x1f\x8b" for url in self._entries(data)}
         for url in sorted(set(self.ever) - set(notified)):
             violations.append(f"{url} was published but never notified")
-        # A page added and deleted before any rebuild showed it may be announced once as removed (a harmless
-        # 404 for the crawler): the rebuild cannot tell without reading the old file. Counted, not failed.
-        unseen = set(notified) - set(self.ever)
-        self.result.removals_never_shown = len(unseen - final)
-        for url in sorted(unseen & final):
-            violations.append(f"{url} was notified but never published")
-        deletes = Counter(str(b["url"]) for b in accepted if b.get("type") == "delete")
+        # Only what a published file gained, lost or changed is announced: never a page no file ever showed (a page
+        # added and deleted before any rebuild showed it, or a delete of a page never published).
+        for url in sorted(set(notified) - set(self.ever)):
+            violations.append(f"{url} was notified but no file ever showed it")
         for url, count in sorted(notified.items()):
-            # Each content shown is announced once, and each removal at most once.
-            changes = self._shown_changes[url] + deletes[url]
+            # Each content shown is announced once, and each removal from every file at most once.
+            changes = self._shown_changes[url] + self._shown_removals[url]
             retries = sum(1 for p in self.http.posts if p.status == 200 and url in p.urls and p.task in self._crashed)
             if count > changes + retries:
                 violations.append(f"{url} notified {count} times for {changes} changes")
+        violations += self._last_announced(final, {str(b["url"]) for b in accepted if b.get("news")})
+
+    def _last_announced(self, final: set[str], with_news: set[str]) -> list[str]:
+        """Every change is announced: what IndexNow was last told of each page ever shown (or is to be told once
+        its quiet window ends: a held change) is what the files show at the end: removed for a page no file
+        shows, and the digest of the entry a file shows (for pages that never had news: an entry that differs only
+        by news too old to be shown is not announced again, so the digest told may be an earlier one's)."""
+        found: list[str] = []
+        now_s = AS_OF_US // 1_000_000 + round(self.clock.now)
+        held = self.store.held("indexnow", now_s)
+        pages = {url: self.store.pages.get(url) for url in self.ever}
+        for url in sorted(self.ever):
+            record = self.store.sent.get((sent_pk(url), "indexnow"))
+            told = held[url].digest if url in held else record[1].digest if record is not None else None
+            page = pages[url]
+            if url not in final and told != "":
+                found.append(f"{url} is shown by no file, yet was last announced as {told!r}")
+            elif url in final and told in ("", None):
+                found.append(f"{url} is shown, yet was last announced as {told!r}")
+            elif url in final and page is not None and url not in with_news and told != page.digest:
+                found.append(f"{url} shows {page.digest[:12]}, yet was last announced as {told!r}")
+        return found

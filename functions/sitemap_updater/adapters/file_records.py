@@ -10,7 +10,7 @@ from sitemap_updater.adapters.dynamo_values import n as _n
 from sitemap_updater.adapters.dynamo_values import s as _s
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.sharding import KeyRange
-from sitemap_updater.core.snapshots import SnapshotRef
+from sitemap_updater.core.snapshots import PendingPut, SnapshotRef
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -52,10 +52,18 @@ class FileRecords:
             published, "SET #state = :to, unnamed_us = :at", "#state = :from AND sha256 = :sha", values, True
         )
 
-    def mark_unsettled(self, published: PublishedFile) -> None:
-        """New bytes are about to be put under this record's name: until the record is rewritten, the bucket
-        may hold either, so no rebuild may skip the file because its content looks unchanged."""
-        self._update(published, "SET unsettled = :true", "attribute_exists(pk)", {":true": {"BOOL": True}})
+    def mark_unsettled(
+        self, published: PublishedFile, pending: PendingPut | None = None, shown: tuple[SnapshotRef, ...] = ()
+    ) -> None:
+        """New bytes are about to be put under this record's name (``pending``, with the blocks of bytes earlier
+        attempts put, ``shown``), or were found there (reconciliation, without them): until the record is
+        rewritten, the bucket may hold either, so no rebuild may skip the file because its content looks
+        unchanged."""
+        update, values = "SET unsettled = :true", dict[str, Any]({":true": {"BOOL": True}})
+        if pending is not None:
+            update += ", pending = :pending, shown = :shown"
+            values |= {":pending": _s(pending.encode()), ":shown": {"L": [_s(ref.encode()) for ref in shown]}}
+        self._update(published, update, "attribute_exists(pk)", values)
 
     def clear_pending_index(self, published: PublishedFile) -> bool:
         """The index has named this file and its path was invalidated (if it still has the same content)."""
@@ -119,6 +127,8 @@ def file_item(published: PublishedFile) -> dict[str, Any]:
         "prev_lastmod_us": _n(published.prev_lastmod_us),
         "unnamed_us": _n(published.unnamed_us),
         **({"snapshot": _s(published.snapshot.encode())} if published.snapshot is not None else {}),
+        **({"pending": _s(published.pending.encode())} if published.pending is not None else {}),
+        **({"shown": {"L": [_s(ref.encode()) for ref in published.shown]}} if published.shown else {}),
     }
 
 
@@ -140,4 +150,6 @@ def _file_from_item(item: dict[str, Any]) -> PublishedFile:
         prev_lastmod_us=int(item.get("prev_lastmod_us", {}).get("N", "0")),
         unnamed_us=int(item.get("unnamed_us", {}).get("N", "0")),
         snapshot=SnapshotRef.decode(item["snapshot"]["S"]) if "snapshot" in item else None,
+        pending=PendingPut.decode(item["pending"]["S"]) if "pending" in item else None,
+        shown=tuple(SnapshotRef.decode(ref["S"]) for ref in item.get("shown", {}).get("L", [])),
     )

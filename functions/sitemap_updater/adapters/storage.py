@@ -77,6 +77,11 @@ class SitemapBucket:
             # someone wrote in between: look again
         raise StalePublish(f"{name}: the object kept changing during {_MAX_ATTEMPTS} attempts to publish it")
 
+    def version(self, name: str) -> int | None:
+        """The version the object under ``name`` was published as (``x-amz-meta-seq``); None when there is none."""
+        current = self._current(name)
+        return None if current is None else current[1]
+
     def put_if_absent(self, name: str, data: bytes) -> bool:
         """Write ``data`` unless an object of that name exists (``If-None-Match: *``); True when written.
 
@@ -90,7 +95,8 @@ class SitemapBucket:
         return written
 
     def _put(self, name: str, data: bytes, seq: int, condition: dict[str, str], max_age: int | None = None) -> bool:
-        """One conditional put; False when its condition failed (412) or a conflicting write was in flight (409)."""
+        """One conditional put; False when its condition failed (412), a conflicting write was in flight (409) or,
+        for an ``If-Match`` put, the object was deleted since it was read (S3 answers 404 NoSuchKey)."""
         try:
             self._client.put_object(
                 Bucket=self.bucket,
@@ -102,7 +108,10 @@ class SitemapBucket:
                 **condition,  # type: ignore[arg-type]
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+            code = exc.response.get("Error", {}).get("Code")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict") or (
+                code == "NoSuchKey" and "IfMatch" in condition
+            ):
                 return False
             raise
         return True

@@ -11,7 +11,7 @@ from sitemap_updater.core.entry import Entry
 from sitemap_updater.core.reduce import Tombstone
 from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, RenderedFile, render_indexes, render_urlset
 from sitemap_updater.core.sharding import INDEX_NAME, KeyRange, Limits, plan_ranges, range_lastmod
-from sitemap_updater.core.snapshots import SnapshotRef
+from sitemap_updater.core.snapshots import PendingPut, SnapshotRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +117,13 @@ class PublishedFile:
     prev_lastmod_us: int = 0
     unnamed_us: int = 0  # when the index stopped naming it
     snapshot: SnapshotRef | None = None  # its snapshot's block (None: the per-file object of older stacks, if any)
+    # While a rebuild publishes under the name (``unsettled`` or ``writing``): the bytes it is about to put, and the
+    # blocks of bytes earlier attempts put and died before recording, which a crawler may have seen; the record a
+    # rebuild writes once its change record is sent has neither.
+    pending: PendingPut | None = None
+    shown: tuple[SnapshotRef, ...] = ()
+
+    def snapshot_keys(self) -> set[str]:
+        """The objects of snapshots this record names."""
+        refs = [self.snapshot, *self.shown, self.pending.snapshot if self.pending is not None else None]
+        return {ref.key for ref in refs if ref is not None}

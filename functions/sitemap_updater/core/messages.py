@@ -135,6 +135,8 @@ class ChangeRecords:
     ranks: dict[str, str] = field(default_factory=dict)  # of the page state behind each digest ("": not known)
     indexes: set[str] = field(default_factory=set)  # index files published (sitemap.xml, sitemap-index-<n>.xml)
     changes: list[FeedChange] = field(default_factory=list)  # every change in FIFO order, for the feed
+    # pages deleted where no file showed them: removed only if last announced as shown (URL -> rank, section)
+    unless_unannounced: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def change_record(
@@ -145,14 +147,19 @@ def change_record(
     files: list[str],
     lastmods: dict[str, int],
     ranks: dict[str, str],
+    unless_unannounced: dict[str, str] | None = None,
 ) -> Message:
     """What a section rebuild published: the changed URLs (``added``, ``updated``, ``removed``), their entries'
     digests, the files written, the lastmod each page shows now (microseconds; when it was published for a page
     without one) and the rank of the page state each shows (so an older record, redelivered after a newer one was
-    announced, is known to be older). One group: notifier runs never overlap."""
+    announced, is known to be older); and the pages deleted in the section that none of its files showed (URL ->
+    rank), to announce as removed only if the search engines were last told they exist (another section's file
+    showed them). One group: notifier runs never overlap."""
     body = {"section": section, "seq": seq, "changed": changed, "digests": digests, "files": files}
     body["lastmods"] = lastmods
     body["ranks"] = ranks
+    if unless_unannounced:
+        body["removed_if_announced"] = unless_unannounced
     return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
 
 
@@ -176,6 +183,9 @@ def read_change_records(bodies: Sequence[Mapping[str, Any]]) -> ChangeRecords:
             records.ranks[url] = rank
             updated = int(lastmods.get(url, 0))
             records.changes.append(FeedChange(url, str(change), str(body.get("section", "")), updated))
+        for url, rank in body.get("removed_if_announced", {}).items():
+            if str(rank) >= records.unless_unannounced.get(url, ("", ""))[0]:
+                records.unless_unannounced[url] = (str(rank), str(body.get("section", "")))
         if "index" in body:  # a record of an earlier version names no files: it was sitemap.xml
             records.indexes.update(body["index"].get("names", ["sitemap.xml"]))
     return records

@@ -42,6 +42,24 @@ class SnapshotRef:
         return cls(key, int(offset), int(length))
 
 
+@dataclass(frozen=True, slots=True)
+class PendingPut:
+    """Bytes a rebuild is about to put under a file's name (its intent, recorded before the put): the block of
+    their snapshot and the version the put carries (``x-amz-meta-seq``), which tells a later rebuild whether the
+    put happened: the object under the name carries it then."""
+
+    snapshot: SnapshotRef
+    seq: int
+
+    def encode(self) -> str:
+        return f"{self.seq} {self.snapshot.encode()}"
+
+    @classmethod
+    def decode(cls, text: str) -> PendingPut:
+        seq, snapshot = text.split(" ", 1)
+        return cls(SnapshotRef.decode(snapshot), int(seq))
+
+
 def pack_block(snapshot_id: str, states: bytes) -> bytes:
     """One block: ``snapshot_id`` (one ASCII line of at most 200 characters) and ``states`` (encoded page
     states), deflated."""

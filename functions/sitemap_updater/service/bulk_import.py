@@ -66,7 +66,7 @@ def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
     for write in writes:  # by URL too, so that a file rebuilt from its snapshot reads these pages again
         marks[write.section].append(DirtyMark(write.section, url=write.url, key=write.key))
     for section in sorted(marks):
-        result.sections.append(rebuild_section(pipeline, section, marks[section]))
+        result.sections.append(rebuild_section(pipeline, section, marks[section], announced=False))
     try:
         result.index = rebuild_index(pipeline)
     except StaleIndex:  # the deployed index function (asked by the section rebuilds) published a newer one

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sitemap_updater.core.feed import FEED_NAME, FEED_STATE, FeedChange, FeedState, apply, render_atom
-from sitemap_updater.core.messages import UNKNOWN_DIGEST, read_change_records
+from sitemap_updater.core.messages import UNKNOWN_DIGEST, ChangeRecords, read_change_records
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.pages import SentRecord
 from sitemap_updater.ports import Http, HttpResponse, SearchConsoleApi
@@ -110,8 +110,10 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
     settings = pipeline.settings
     result = NotifyResult()
     read = read_change_records(records)
-    digests = read.digests  # URL -> digest of the entry now shown ("" once removed); in FIFO order
     now_s = to_micros(pipeline.clock()) // 1_000_000
+    if read.unless_unannounced:
+        _removals_once_shown(read, pipeline, now_s)
+    digests = read.digests  # URL -> digest of the entry now shown ("" once removed); in FIFO order
     deadline = notifiers.deadline()
     if settings.indexnow_key:
         _indexnow(digests, read.ranks, pipeline, notifiers, now_s, result, deadline)
@@ -121,6 +123,25 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
         for index in sorted(read.indexes):
             _search_console(pipeline, notifiers.search_console, notifiers, index, now_s, result, deadline)
     return result
+
+
+def _removals_once_shown(read: ChangeRecords, pipeline: Pipeline, now_s: int) -> None:
+    """Pages deleted in a section none of whose files showed them (``removed_if_announced``) are removed only if
+    the search engines were last told they exist, or are to be told (a held change): a file of another section
+    showed them, and moved them on before the delete. A page no file ever showed is not announced."""
+    # A change of the page in this batch is to be told: its delete, if newer, replaces it.
+    told = {url for url, (rank, _) in read.unless_unannounced.items() if url in read.digests and rank > read.ranks[url]}
+    pending = sorted(url for url in read.unless_unannounced if url not in read.digests)
+    if pending and not pipeline.settings.indexnow_key:
+        told.update(pending)  # only the feed hears of them: removing what it does not list is nothing
+    elif pending:
+        sent = pipeline.store.sent_records(pending, INDEXNOW, now_s)
+        held = pipeline.store.held(INDEXNOW, now_s)
+        told.update(url for url in pending if any(url in r and r[url].digest != "" for r in (sent, held)))
+    for url in sorted(told):
+        rank, section = read.unless_unannounced[url]
+        read.digests[url], read.ranks[url] = "", rank
+        read.changes.append(FeedChange(url, "removed", section, 0))
 
 
 @dataclass(slots=True)

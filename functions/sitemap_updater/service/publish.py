@@ -14,6 +14,7 @@ from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import RenderedFile, render_text, render_urlset
 from sitemap_updater.core.sharding import KeyRange, range_lastmod, text_twin
 from sitemap_updater.core.snapshots import (
+    PendingPut,
     SnapshotRef,
     blocks_at,
     object_key,
@@ -21,6 +22,7 @@ from sitemap_updater.core.snapshots import (
     section_prefix,
     written_us,
 )
+from sitemap_updater.service.announce import confirmed_puts
 from sitemap_updater.service.pipeline import Pipeline
 
 _RENDER_SCALE = 10**17  # above any microsecond timestamp before the year 5000
@@ -150,18 +152,23 @@ def _publish(
         snapshot=snapshot,  # a block is written for every file whose record changes
     )
     if put:
-        # Record the intent first: a crash after the put leaves neither an orphan nor a record whose
-        # digest no longer matches the bucket (which would let a later rebuild skip the file).
+        # Record the intent first: a crash after the put leaves neither an orphan nor a record whose digest no
+        # longer matches the bucket (which would let a later rebuild skip the file), and the next attempt knows
+        # what these bytes showed (``service/announce.py``). Newer manifest first, then the later render: news
+        # freshness can change bytes at one sequence.
+        put_seq = version * _RENDER_SCALE + as_of
+        assert snapshot is not None  # a file whose bytes change gets a block
+        intent = PendingPut(snapshot, put_seq)
         if holder is None:
-            store.put_file(replace(record, state="writing"))
-            holders[name] = replace(record, state="writing")
-        elif holder.state != "writing" and not holder.unsettled:
-            store.mark_unsettled(holder)
-            holders[name] = replace(holder, unsettled=True)
-        # Newer manifest first, then the later render: news freshness can change bytes at one sequence.
-        bucket.publish(name, rendered.data, version * _RENDER_SCALE + as_of)
+            holders[name] = replace(record, state="writing", pending=intent)
+            store.put_file(holders[name])
+        else:  # an earlier attempt's bytes, put before it died, may have been seen: kept until a record is written
+            shown = confirmed_puts(bucket, holder)
+            store.mark_unsettled(holder, intent, shown)
+            holders[name] = replace(holder, unsettled=True, pending=intent, shown=shown)
+        bucket.publish(name, rendered.data, put_seq)
         if pipeline.settings.text_sitemaps:  # written only when its URLs changed, not for a lastmod alone
-            bucket.publish(text_twin(name), render_text(e.url for e in entries), version * _RENDER_SCALE + as_of, True)
+            bucket.publish(text_twin(name), render_text(e.url for e in entries), put_seq, True)
     return record, put
 
 
@@ -180,14 +187,14 @@ def collect_snapshots(
     left before any record named them). The ``untouched`` records still name theirs; whether any other record
     does, the section's records read again say. Returns the keys deleted."""
     oldest = to_micros(pipeline.clock()) - SNAPSHOT_GRACE_S * 1_000_000
-    candidates = {f.snapshot.key for f in before if f.snapshot is not None}
+    candidates = {key for f in before for key in f.snapshot_keys()}
     if version % SWEEP_EVERY == 0:
         candidates.update(pipeline.bucket.names(section_prefix(section)))
-    candidates -= {f.snapshot.key for f in untouched if f.snapshot is not None}
+    candidates -= {key for f in untouched for key in f.snapshot_keys()}
     old = {key for key in candidates if (at := written_us(key)) is not None and at <= oldest}
     if not old:
         return []
-    named = {f.snapshot.key for f in pipeline.store.files(section) if f.snapshot is not None}
+    named = {key for f in pipeline.store.files(section) for key in f.snapshot_keys()}
     dead = sorted(old - named)
     for key in dead:
         pipeline.bucket.delete(key)

@@ -6,21 +6,22 @@ computed from the recorded counts of untouched files plus the manifest of the to
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from sitemap_updater.core.changes import View
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.messages import DirtyMark, change_record, section_index_request
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
-from sitemap_updater.core.render import FILE_OVERHEAD, NEWS_WINDOW_US
+from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, text_twin
 from sitemap_updater.core.snapshots import unpack_block
+from sitemap_updater.service.announce import Announcement, announce, block_view, confirmed_puts
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.publish import Job, collect_snapshots, publish_files, snapshot_id
 
@@ -41,15 +42,6 @@ class SectionRebuild:
     entries_read: int = 0
     snapshots_read: int = 0
     latencies_s: list[float] = field(default_factory=list)  # from a change's record to its publish, per URL
-
-
-def _shown_digest(state: PageState, as_of_us: int) -> str:
-    """The digest of an entry as a file shows it: news older than two days is not rendered, so an entry that
-    differs only by such news looks the same to a crawler and is not announced again."""
-    entry = state.entry
-    if entry is not None and entry.news and entry.news_us < as_of_us - NEWS_WINDOW_US:
-        return hashlib.sha256(entry.body).hexdigest()
-    return state.digest
 
 
 def _inside(inner: KeyRange, outer: KeyRange) -> bool:
@@ -181,6 +173,17 @@ class _Section:
             insort(states, state, key=position)
         return states
 
+    def recorded(self, published: PublishedFile) -> list[PageState] | None:
+        """The states ``published``'s recorded bytes were rendered from (its snapshot), whether or not they were
+        read for this rebuild (an unsettled record's were not); None without a whole snapshot of them."""
+        if published.key_range in self.kept:
+            return self.kept[published.key_range]
+        found = self._snapshots.pop(published.name, None) or self._read_snapshot(published)
+        if found is None or found[0] != snapshot_id(published.sha256, published.key_range):
+            return None
+        states = [s for s in decode_states(found[1]) if published.key_range.contains(s.key)]
+        return states if sum(1 for s in states if s.entry is not None) == published.url_count else None
+
     def _unloaded_files(self) -> Iterable[PublishedFile]:
         return (f for f in self.live if not any(_inside(f.key_range, r) for r in self.loaded))
 
@@ -220,8 +223,9 @@ class _Section:
         return found
 
 
-def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) -> SectionRebuild:
-    """Re-render the files of ``section`` that hold the marked keys; publish what changed."""
+def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], announced: bool = True) -> SectionRebuild:
+    """Re-render the files of ``section`` that hold the marked keys; publish what changed, and send the notifier
+    its change record (not ``announced``: a first import, which is not news to search engines)."""
     store, bucket = pipeline.store, pipeline.bucket
     # A file's bytes are versioned by the rebuild's own number: rebuilds of a section run one after another (one
     # FIFO group), and a later one renders what the earlier ones did plus its own marks (an earlier one may have
@@ -252,12 +256,8 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
         data.load(uncertain.key_range)  # a rebuild died while writing records: their counts are not to be trusted
     layout = plan_with(data.stats, pipeline.limits, FILE_OVERHEAD)
     names = {r.file_name(section) for r in layout}
-    for abandoned in (f for f in records if f.state == "writing" and f.name not in names):
-        bucket.delete(abandoned.name)  # a rebuild died between its put and its record; the layout moved on
-        bucket.delete(text_twin(abandoned.name))
-        bucket.delete_snapshot(abandoned.name)
-        store.delete_file(abandoned, "writing")
-        result.deleted.append(abandoned.name)
+    # A rebuild died between its put and its record and the layout moved on: deleted once the change record went.
+    abandoned = [f for f in records if f.state == "writing" and f.name not in names]
     # The record that holds each name (one per range start): a put under a name first records its intent there.
     holders = {f.name: f for f in records if f.state != "unnamed" and f.name in names}
     as_of = to_micros(pipeline.clock())
@@ -276,41 +276,40 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
             result.put.append(key_range.file_name(section))
         if record is not None:
             fresh.append(record)
-    kept = set(layout)
-    for old in live:
-        if old.key_range not in kept and store.move_file_state(old, "live", "retiring"):
-            result.retired.append(old.name)
     result.entries_read = data.entries_read
     result.snapshots_read = data.snapshots_read
-    # The state of each marked URL, as the files now show it (its key's region was loaded above).
-    marked = {m.url for m in marks if m.url is not None and m.change is not None}
-    shown = {s.url: s for states in data.loaded.values() for s in states if s.url in marked}
-    result.changed_urls = _changed_urls(marks, shown)
-    result.ranks = {url: shown[url].rank for url in result.changed_urls}
-    for url in sorted(marked - set(shown)):
-        # No longer in this section: it moved, or its tombstone did (a delete naming another section), in which
-        # case the mark that said "removed" may be this one.
-        page = store.get_page(url)
-        if page is not None and page.kind == "deleted":
-            result.changed_urls[url] = "removed"
-            result.ranks[url] = page.rank
-    result.digests = {url: _shown_digest(shown[url], as_of) if url in shown else "" for url in result.changed_urls}
-    result.lastmods = {
-        url: entry.lastmod_us or as_of
-        for url in result.changed_urls
-        if url in shown and (entry := shown[url].entry) is not None
-    }
+    found = Announcement()
+    if announced:
+        found = _announcement(pipeline, marks, data, layout, jobs, holders, records, as_of)
+    result.changed_urls, result.digests, result.ranks, result.lastmods = (
+        found.changed,
+        found.digests,
+        found.ranks,
+        found.lastmods,
+    )
     if result.put:
         first_at: dict[str, int] = {}
         for mark in marks:
             if mark.url in result.changed_urls and mark.at_us is not None:
                 first_at[mark.url] = min(first_at.get(mark.url, mark.at_us), mark.at_us)
         result.latencies_s = [max(0.0, (as_of - at) / 1e6) for _, at in sorted(first_at.items())]
-    if result.changed_urls:
+    if result.changed_urls or found.unless_unannounced:
         message = change_record(
-            section, seq, result.changed_urls, result.digests, result.put, result.lastmods, result.ranks
-        )
+            section, seq, result.changed_urls, result.digests, result.put, result.lastmods, result.ranks,
+            found.unless_unannounced,
+        )  # fmt: skip
         pipeline.notify_queue.send(*message)
+    # Only now, with the change record sent: a crash before it leaves these files as the next attempt compares with.
+    in_layout = set(layout)
+    for old in live:
+        if old.key_range not in in_layout and store.move_file_state(old, "live", "retiring"):
+            result.retired.append(old.name)
+    for gone in abandoned:
+        bucket.delete(gone.name)
+        bucket.delete(text_twin(gone.name))
+        bucket.delete_snapshot(gone.name)
+        store.delete_file(gone, "writing")
+        result.deleted.append(gone.name)
     pipeline.fan_out(store.put_file, fresh)  # after the bytes exist: the index only ever names published files
     fresh_at = {f.key_range.start for f in fresh}
     for before in records:  # a file of an older stack, whose record named no block: its own snapshot is done
@@ -328,25 +327,37 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark]) ->
     return result
 
 
-def _changed_urls(marks: list[DirtyMark], shown: dict[str, PageState]) -> dict[str, str]:
-    """Marked URLs and how they changed, judged by what the files now show (not by whether this rebuild wrote
-    bytes: an earlier rebuild may already have published a change whose mark arrives only now)."""
-    first: dict[str, str] = {}
-    for mark in marks:  # in FIFO order: the first mark of a URL in the batch says whether it was added
-        if mark.url is not None and mark.change is not None:
-            first.setdefault(mark.url, mark.change)
-    urls: dict[str, str] = {}
-    for url in first:
-        state = shown.get(url)
-        if state is not None and state.entry is not None:
-            urls[url] = "added" if first[url] == "added" else "updated"
-        elif state is not None:
-            # A tombstone: removed, also when this mark was for an earlier change (a later delete's own mark may
-            # have gone to another section, the one its tombstone left), or when added and removed before this
-            # rebuild ran: an earlier attempt that died before its notification may have shown it. At worst a
-            # crawler is told about a page that is gone (404).
-            urls[url] = "removed"
-    return urls
+def _announcement(
+    pipeline: Pipeline,
+    marks: list[DirtyMark],
+    data: _Section,
+    layout: list[KeyRange],
+    jobs: list[Job],
+    holders: dict[str, PublishedFile],
+    records: list[PublishedFile],
+    as_of: int,
+) -> Announcement:
+    """What the files rendered (``jobs``) and retired here changed, against every file a crawler may have seen in
+    their place (``service/announce.py``): the live records they replace or retire (their snapshots: what was
+    announced), and the bytes earlier attempts put under their names, under the names of files retired now, or
+    under names the layout abandoned, and died before announcing."""
+    section, bucket = data.section, pipeline.bucket
+    rendered = [key_range for key_range, _, _ in jobs]
+    leaving = [f for f in records if f.state == "live" and f.key_range not in set(layout)]
+    region = [*rendered, *(f.key_range for f in leaving)]
+    replaced = set(region)
+    announced = [View(f.key_range, data.recorded(f)) for f in records if f.state == "live" and f.key_range in replaced]
+    since: list[View] = []
+    names = {key_range.file_name(section) for key_range in rendered}
+    for name in sorted(names & holders.keys()):  # their earlier attempts' puts were confirmed as theirs were made
+        since += [block_view(bucket, name, ref, holders[name].key_range) for ref in holders[name].shown]
+    planned = {key_range.file_name(section) for key_range in layout}
+    gone = {f.name for f in leaving} | {f.name for f in records if f.state == "writing" and f.name not in planned}
+    for record in (f for f in records if f.name in gone - names):
+        since += [block_view(bucket, record.name, ref, record.key_range) for ref in confirmed_puts(bucket, record)]
+    loaded = {s.url: s for states in data.loaded.values() for s in states}
+    now = (s for _, states, _ in sorted(jobs, key=lambda job: job[0].start) for s in states)  # in key order
+    return announce(pipeline, region, now, (announced, since), loaded, marks, as_of)
 
 
 def rebuild_sections(pipeline: Pipeline, marks: Iterable[DirtyMark]) -> list[SectionRebuild]:

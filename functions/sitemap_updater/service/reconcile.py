@@ -75,7 +75,7 @@ def reconcile(
     low = "" if turn == 0 or not part else part[0].name
     high = None if turn == runs - 1 or not part else part[-1].name
     known = {f.name for f in records} | set(published_indexes(recorded))
-    known |= {f.snapshot.key for f in records if f.snapshot is not None}
+    known |= {key for f in records for key in f.snapshot_keys()}
     if pipeline.settings.text_sitemaps:
         known |= {text_twin(f.name) for f in records}
     _delete_strays(pipeline, known, result, low, high, now - min_age_s * 1_000_000, repair)
