@@ -7,11 +7,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_FILES_PER_INDEX, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError, parse_sections
 
 _ENV = {
     "site_url": "SITE_URL",
+    "event_clock_skew_seconds": "EVENT_CLOCK_SKEW_SECONDS",
     "max_urls_per_file": "MAX_URLS_PER_FILE",
     "sections": "SECTIONS",
     "max_files_per_index": "MAX_FILES_PER_INDEX",
@@ -77,6 +79,9 @@ class Settings(BaseModel):
     # CDN and crawlers may keep it.
     feed_entries: Annotated[int, Field(ge=0, le=1000)] = 0
     feed_max_age_seconds: Annotated[int, Field(ge=0, le=3600)] = 60
+    # How far past now an event's occurred_at and lastmod may be (clocks differ); a later one is rejected, naming
+    # the field, since it would outrank every real change to its page until then and publish a future lastmod.
+    event_clock_skew_seconds: Annotated[int, Field(ge=0, le=86_400)] = FUTURE_SKEW_SECONDS
     # First path segments whose pages get files of their own ("blog,news"; "*": every one); the rest are in root.
     sections: str = ""
     manifest_table: Name

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS, Horizon
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site
 from sitemap_updater.core.webhooks_mapping import Unmapped, WebhookMapping, document_order, map_document, withdrawn
@@ -45,6 +46,7 @@ class WebhookReceiver:
     queue: EventQueue
     max_body_bytes: int = 1_048_576
     window_s: int = 300
+    clock_skew_s: int = FUTURE_SKEW_SECONDS  # how far past the arrival a payload's updated-at may be
     documents: DocumentStore | None = None  # the URLs each document had: deletes without a slug, renamed slugs
 
     def receive(self, request: WebhookRequest) -> Reply:
@@ -83,8 +85,9 @@ class WebhookReceiver:
                 return Reply(200, {"ignored": document.reason}, {**log, "ignored": document.reason})
             received_at = datetime.fromtimestamp(request.received_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
             events, warnings = self._events(cms, document, received_at)
+            horizon = Horizon(request.received_ms * 1000, self.clock_skew_s)
             for event in events:  # the ingest's own validation, so that the CMS hears of a bad event
-                parse_event(json.dumps(event), self.site)
+                parse_event(json.dumps(event), self.site, horizon)
         except (ValueError, RecursionError) as exc:  # JSON, PayloadError, Unmapped, EventRejected
             reason = _reason(exc)
             return Reply(400, {"error": reason}, {**log, "reason": reason})
