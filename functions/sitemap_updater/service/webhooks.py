@@ -25,6 +25,7 @@ from sitemap_updater.core.webhooks_mapping import Unmapped, WebhookMapping, docu
 from sitemap_updater.core.webhooks_payloads import Document, Ignored, PayloadError, read_document
 from sitemap_updater.core.webhooks_signatures import CMSES, Cms, SignatureRejected, WebhookRequest, verify
 from sitemap_updater.ports import DocumentStore, EventQueue, SecretStore, SecretsUnavailable
+from sitemap_updater.settings import WEBHOOK_MAX_BODY_BYTES
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class WebhookReceiver:
     mapping: WebhookMapping
     secrets: SecretStore
     queue: EventQueue
-    max_body_bytes: int = 1_048_576
+    max_body_bytes: int = WEBHOOK_MAX_BODY_BYTES
     window_s: int = 300
     clock_skew_s: int = FUTURE_SKEW_SECONDS  # how far past the arrival a payload's updated-at may be
     documents: DocumentStore | None = None  # the URLs each document had: deletes without a slug, renamed slugs
@@ -84,7 +85,10 @@ class WebhookReceiver:
             if isinstance(document, Ignored):
                 return Reply(200, {"ignored": document.reason}, {**log, "ignored": document.reason})
             received_at = datetime.fromtimestamp(request.received_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
-            events, warnings = self._events(cms, document, received_at)
+            found = self._events(cms, document, received_at)
+            if isinstance(found, Ignored):  # nothing published to change: a 2xx, or the CMS counts a failure
+                return Reply(200, {"ignored": found.reason}, {**log, "id": document.id, "ignored": found.reason})
+            events, warnings = found
             horizon = Horizon(request.received_ms * 1000, self.clock_skew_s)
             for event in events:  # the ingest's own validation, so that the CMS hears of a bad event
                 parse_event(json.dumps(event), self.site, horizon)
@@ -107,8 +111,14 @@ class WebhookReceiver:
             return Reply(503, {"error": "the events could not be queued; retry"}, {**log, "reason": repr(exc)})
         return Reply(202, {"accepted": len(urls), "urls": urls, "warnings": list(warnings)}, log)
 
-    def _events(self, cms: Cms, document: Document, received_at: str) -> tuple[list[dict[str, Any]], list[str]]:
-        """The document's events, plus deletes for the URLs it had and no longer has (remembered ones)."""
+    def _events(
+        self, cms: Cms, document: Document, received_at: str
+    ) -> tuple[list[dict[str, Any]], list[str]] | Ignored:
+        """The document's events, plus deletes for the URLs it had and no longer has (remembered ones); Ignored
+        when there is nothing published to change: a delete of a document with no URL left (Contentful deletes
+        only what was unpublished first, Storyblok deletes drafts too), or a move of one never published."""
+        if document.needs_published and (self.documents is None or not self.documents.recall(cms, document.id)):
+            return Ignored(f"{cms} document {document.id} is not published (no URL is remembered): a draft's move")
         try:
             mapped = map_document(document, self.mapping, self.site.base_url, received_at)
         except Unmapped as exc:
@@ -116,7 +126,10 @@ class WebhookReceiver:
                 raise
             known = self.documents.recall(cms, document.id)
             if not known:
-                raise Unmapped(f"{exc}; no URL is remembered for {cms} document {document.id}") from None
+                return Ignored(
+                    f"nothing to remove: no URL is remembered for {cms} document {document.id} (withdrawn already, "
+                    f"or never published through this endpoint; {exc})"
+                )
             return list(withdrawn(document, known, self.mapping, received_at)), []
         events = list(mapped.events)
         if self.documents is not None:
