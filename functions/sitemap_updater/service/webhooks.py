@@ -6,7 +6,11 @@ and ``version`` are the CMS's own updated-at and revision), so the same webhook 
 ingest recognises by their equal rank as duplicates: one SQS message and one read each, nothing written, no
 rebuild, no notification (docs/architecture.md, "Ingest"). The queue is a standard one and does not deduplicate;
 nor does this function: the ingest already does, at the cost above. The exception is a payload with no time of
-its own (Storyblok's): its events carry the arrival, so a resend (Storyblok does not retry) moves the lastmod.
+its own (Storyblok's): its events carry the arrival, so a resend (Storyblok does not retry) moves the lastmod, and a
+captured publish replayed after an unpublish puts the page back (README, "Storyblok signs no time").
+
+Nothing to change is a 200 with the reason, never an error the CMS would count as a failed delivery: a delete of a
+document with no URL left (Contentful deletes only an unpublished entry) and a move of one not published.
 """
 
 from __future__ import annotations
