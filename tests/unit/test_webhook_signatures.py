@@ -3,6 +3,7 @@ checks are held to the documented schemes rather than to our own signer."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,7 @@ def test_contentful_signs_the_method_and_path() -> None:
 # 1795262400000)`` over the sample events/webhooks/contentful/publish.json (its headers and compact body), run once
 # with Node; ``verifyRequest`` of that toolkit also accepts what ``sign`` below makes of the same requests.
 SECRET_64 = "sitemap-updater-contentful-test-secret-0123456789abcdefABCDEF_-+"
+OWN_NAMES = ("x-contentful-signed-headers", "x-contentful-timestamp")
 TOOLKIT_MS = 1_795_262_400_000
 TOOLKIT = {  # what was given to signRequest as path and headers -> the headers it returned
     "every header": (
@@ -142,6 +144,13 @@ def _toolkit_request(name: str, topic: str | None = None) -> WebhookRequest:
 def test_a_request_signed_by_contentfuls_toolkit_is_accepted_and_signed_alike(name: str) -> None:
     request = _toolkit_request(name)
     verify("contentful", request, [SECRET_64])
+    # read as the toolkit's verifyRequest reads them (both checked with it): the timestamp as a number, and a list
+    # in any order that leaves out its own two names, which are signed all the same
+    headers = dict(request.headers)
+    verify("contentful", replace(request, headers=headers | {"x-contentful-timestamp": f"0{TOOLKIT_MS}"}), [SECRET_64])
+    others = [h for h in headers["x-contentful-signed-headers"].split(",") if h not in OWN_NAMES]
+    reordered = headers | {"x-contentful-signed-headers": ",".join(reversed(others))}
+    verify("contentful", replace(request, headers=reordered), [SECRET_64])
     path, given, signature, listed = TOOLKIT[name]
     unsigned = {k: v for k, v in request.headers.items() if k in (given or Sample.load(PUBLISH).headers)}
     ours = sign("contentful", WebhookRequest("POST", path, unsigned, request.body), SECRET_64, TOOLKIT_MS)
