@@ -97,6 +97,7 @@ def test_contentfuls_delete_after_an_unpublish_is_a_2xx_no_op(before: list[str])
     assert reply.status == 200, reply.body
     assert reply.body["ignored"].startswith("nothing to remove: no URL is remembered for contentful document")
     assert endpoint.queue.take() == []
+    assert (reply.log["id"], reply.log["ignored"]) == ("3xAmpleEntry0001", reply.body["ignored"])  # logged
 
 
 @pytest.mark.parametrize("name", ["contentful/delete", "contentful/unpublish", "storyblok/delete"])
