@@ -39,7 +39,9 @@ def _one(size: int) -> dict[str, float]:
         return json.dumps({"type": "upsert", "url": f"{SITE}/blog/page-{i}", "occurred_at": "2026-11-20T10:00:00Z",
                            "version": version, "lastmod": lastmod, "images": image})  # fmt: skip
 
-    writes = [page_write(state_from_event(parse_event(body(i, "2026-01-01"), site).event)) for i in range(size)]
+    horizon = pipeline.horizon()
+    states = (state_from_event(parse_event(body(i, "2026-01-01"), site, horizon).event) for i in range(size))
+    writes = [page_write(state) for state in states]
     pipeline.store.import_pages(writes)
     first = rebuild_section(pipeline, "blog", [DirtyMark("blog", writes[0].url, writes[0].key, "added")])
     assert len(first.put) == 1, first.put

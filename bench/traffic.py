@@ -211,7 +211,7 @@ class Driver:
         site = self.sim.pipeline.settings.site
         sent: dict[str, tuple[float, str]] = {}  # canonical URL -> when the CMS sent its change, and the new lastmod
         for body, at in zip(bodies, arrivals, strict=True):
-            event = parse_event(body, site).event
+            event = parse_event(body, site, self.sim.pipeline.horizon()).event
             sent[event.url] = (at, json.loads(body)["lastmod"])
         self._waiting, self._shown = {url: lastmod for url, (_, lastmod) in sent.items()}, {}
         cms = self.meter.usage.setdefault("cms", Usage())

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from sitemap_updater.core.event_rules import Horizon
 from sitemap_updater.core.events import PageEvent, parse_event
 from sitemap_updater.core.layout import SiteFiles, build_site
 from sitemap_updater.core.reduce import PageState, reduce_states, split_states, state_from_event
@@ -26,6 +27,8 @@ BASE = "https://www.example.com"
 # has tests of its own.
 SECTIONS = "*"
 AS_OF_US = 1_795_262_400_000_000  # 2026-11-21T12:00:00Z
+# The tests' now for validating events (AS_OF_US plus the default clock skew): their events are dated before it.
+HORIZON = Horizon(AS_OF_US)
 
 
 @pytest.fixture
@@ -42,7 +45,7 @@ def event(url: Any = f"{BASE}/blog/a", **fields: Any) -> dict[str, Any]:
 
 def parse(body: dict[str, Any] | str, site: Site | None = None) -> PageEvent:
     raw = body if isinstance(body, str) else json.dumps(body)
-    return parse_event(raw, site or Site.parse(BASE, sections=None)).event
+    return parse_event(raw, site or Site.parse(BASE, sections=None), HORIZON).event
 
 
 @lru_cache(maxsize=100_000)

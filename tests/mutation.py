@@ -40,6 +40,7 @@ _CORE_TESTS = [
 # The corpus case by case (its run through the simulated deployment takes minutes under shared load).
 _BAD_EVENTS = "tests/unit/test_bad_events.py::test_each_bad_event_is_rejected_naming_its_field"
 _EDGES = "tests/unit/test_event_edges.py"
+_FUTURE = "tests/unit/test_future_events.py"  # the clock skew, in every place events come in
 # Module -> the tests that cover it (fast ones first: the first failure ends the run).
 TESTS: dict[str, list[str]] = {
     "core/text.py": ["tests/unit/test_text.py", *_CORE_TESTS, "tests/unit/test_events.py"],
@@ -54,7 +55,7 @@ TESTS: dict[str, list[str]] = {
     "core/sharding.py": ["tests/unit/test_sharding.py", _EDGES, *_CORE_TESTS, "tests/unit/test_render.py"],
     "core/layout.py": [*_CORE_TESTS, "tests/unit/test_recovery.py", "tests/unit/test_sharding.py"],
     "core/reduce.py": [*_CORE_TESTS, "tests/unit/test_render.py"],
-    "core/events.py": [_EDGES, "tests/unit/test_events.py", _BAD_EVENTS, *_CORE_TESTS],
+    "core/events.py": [_EDGES, "tests/unit/test_events.py", _FUTURE, _BAD_EVENTS, *_CORE_TESTS],
     "core/errors.py": [_EDGES, _BAD_EVENTS, "tests/unit/test_events.py", *_CORE_TESTS],
     "core/moments.py": [*_CORE_TESTS, "tests/unit/test_events.py", "tests/unit/test_fastline.py"],
     "core/records.py": [
@@ -65,6 +66,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "core/fastline.py": [
         "tests/unit/test_mut_entry_limits.py",
+        _FUTURE,
         "tests/unit/test_fastline.py",
         "tests/unit/test_limits.py",
     ],
@@ -73,7 +75,7 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_mut_build.py",
         "tests/integration/test_build_cli.py",
     ],
-    "core/event_rules.py": [_EDGES, "tests/unit/test_events.py", "tests/unit/test_fastline.py", *_CORE_TESTS],
+    "core/event_rules.py": [_EDGES, _FUTURE, "tests/unit/test_events.py", "tests/unit/test_fastline.py", *_CORE_TESTS],
     "service/ingest.py": ["tests/unit/test_mut_recovery.py", "tests/unit/test_recovery.py"],
     "service/rebuild.py": [
         "tests/unit/test_mut_recovery.py",
@@ -109,7 +111,7 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_notify_retries.py",
         "tests/unit/test_aws_failures.py",
     ],
-    "service/bulk_import.py": ["tests/unit/test_bulk_import.py", "tests/integration/test_import.py"],
+    "service/bulk_import.py": ["tests/unit/test_bulk_import.py", _FUTURE, "tests/integration/test_import.py"],
     "service/adopt.py": [
         "tests/unit/test_mut_adopt.py",
         "tests/integration/test_import.py",
@@ -120,9 +122,14 @@ TESTS: dict[str, list[str]] = {
         "tests/integration/test_import.py",
         "tests/integration/test_adopt.py",
     ],
-    "core/webhooks_signatures.py": ["tests/unit/test_webhook_signatures.py", "tests/integration/test_webhooks.py"],
+    "core/webhooks_signatures.py": [
+        "tests/unit/test_webhook_signatures.py",
+        "tests/unit/test_webhook_lifecycles.py",
+        "tests/integration/test_webhooks.py",
+    ],
     "core/webhooks_payloads.py": [
         "tests/unit/test_mut_webhook_payloads.py",
+        "tests/unit/test_webhook_lifecycles.py",
         "tests/unit/test_webhook_mapping.py",
         "tests/integration/test_webhooks.py",
     ],
@@ -131,8 +138,13 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_webhook_mapping.py",
         "tests/integration/test_webhooks.py",
     ],
-    "service/webhooks.py": ["tests/unit/test_webhook_receiver_answers.py", "tests/integration/test_webhooks.py"],
-    "service/build.py": ["tests/unit/test_mut_build.py", "tests/integration/test_build_cli.py"],
+    "service/webhooks.py": [
+        "tests/unit/test_webhook_receiver_answers.py",
+        "tests/unit/test_webhook_lifecycles.py",
+        _FUTURE,
+        "tests/integration/test_webhooks.py",
+    ],
+    "service/build.py": ["tests/unit/test_mut_build.py", _FUTURE, "tests/integration/test_build_cli.py"],
     "service/pipeline.py": [
         "tests/unit/test_cold_start.py",
         "tests/unit/test_recovery.py",

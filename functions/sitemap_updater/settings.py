@@ -7,12 +7,14 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_FILES_PER_INDEX, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError, parse_sections
 
 _ENV = {
     "site_url": "SITE_URL",
     "sitemap_base_url": "SITEMAP_BASE_URL",
+    "event_clock_skew_seconds": "EVENT_CLOCK_SKEW_SECONDS",
     "max_urls_per_file": "MAX_URLS_PER_FILE",
     "sections": "SECTIONS",
     "max_files_per_index": "MAX_FILES_PER_INDEX",
@@ -54,6 +56,11 @@ _ENV = {
     "webhook_window_seconds": "WEBHOOK_WINDOW_SECONDS",
 }
 INDEXNOW_ENDPOINT = "https://api.indexnow.org/indexnow"
+# The largest webhook body accepted by default (WebhookMaxBodyBytes): Ghost sends a post's html and plaintext (and,
+# before 2025, its editor JSON) in ``current`` and again in ``previous``, so a long post's edit is 1-2 MB. Twice
+# that, and under the 6 MB a Function URL passes to Lambda once the body is escaped into its event (2-5% more for
+# a post's html, plaintext and editor JSON, measured).
+WEBHOOK_MAX_BODY_BYTES = 4_194_304
 SEARCH_CONSOLE_API = "https://www.googleapis.com/webmasters/v3"
 Name = Annotated[str, Field(min_length=1)]
 ReceiveCount = Annotated[int, Field(ge=0, le=1000)]  # SQS allows maxReceiveCount 1..1000
@@ -81,6 +88,9 @@ class Settings(BaseModel):
     # CDN and crawlers may keep it.
     feed_entries: Annotated[int, Field(ge=0, le=1000)] = 0
     feed_max_age_seconds: Annotated[int, Field(ge=0, le=3600)] = 60
+    # How far past now an event's occurred_at and lastmod may be (clocks differ); a later one is rejected, naming
+    # the field, since it would outrank every real change to its page until then and publish a future lastmod.
+    event_clock_skew_seconds: Annotated[int, Field(ge=0, le=86_400)] = FUTURE_SKEW_SECONDS
     # First path segments whose pages get files of their own ("blog,news"; "*": every one); the rest are in root.
     sections: str = ""
     manifest_table: Name
@@ -131,7 +141,7 @@ class Settings(BaseModel):
     webhook_secret_id: str = ""
     webhook_secret_ttl_seconds: Annotated[int, Field(ge=0, le=86_400)] = 300
     webhook_mapping_file: str = "webhook-mapping.json"
-    webhook_max_body_bytes: Annotated[int, Field(ge=1024, le=6_291_456)] = 1_048_576  # Function URLs take 6 MB
+    webhook_max_body_bytes: Annotated[int, Field(ge=1024, le=6_291_456)] = WEBHOOK_MAX_BODY_BYTES
     webhook_window_seconds: Annotated[int, Field(ge=1, le=86_400)] = 300
 
     @field_validator("site_url")

@@ -19,7 +19,7 @@ from sitemap_updater.local.bootstrap import LocalStateMachine
 from sitemap_updater.local.runner import LocalRun
 from sitemap_updater.service import resection
 from sitemap_updater.service.ingest import ingest
-from tests.conftest import AS_OF_US, BASE, event
+from tests.conftest import AS_OF_US, BASE, HORIZON, event
 from tests.integration.conftest import LocalRunFactory, bodies
 
 MAX_URLS = 10
@@ -28,7 +28,7 @@ MAX_URLS = 10
 def expected(pages: list[dict[str, Any]], sections: str) -> dict[str, bytes]:
     """A fresh build of ``pages`` with the Sections setting ``sections``: every file and the index."""
     site = Site.parse(BASE, sections=parse_sections(sections))
-    states = reduce_states(state_from_event(parse_event(json.dumps(p), site).event) for p in pages)
+    states = reduce_states(state_from_event(parse_event(json.dumps(p), site, HORIZON).event) for p in pages)
     entries, tombstones = split_states(states.values())
     return build_site(entries, tombstones, Limits(max_urls=MAX_URLS), AS_OF_US, BASE).all_bytes()
 

@@ -17,7 +17,7 @@ from sitemap_updater.core.event_rules import MAX_BODY_BYTES
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.urls import Site
-from tests.conftest import BASE, event
+from tests.conftest import BASE, HORIZON, event
 from tests.sim.fixed import run_fixed
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_events"
@@ -35,12 +35,12 @@ def test_each_bad_event_is_rejected_naming_its_field(name: str) -> None:
     raw = (CORPUS / name).read_bytes()
     for body in (raw, raw.decode("utf-8")):  # as an export line, and as the text SQS delivers
         with pytest.raises(EventRejected) as caught:
-            parse_event(body, SITE)
+            parse_event(body, SITE, HORIZON)
         fields = [problem.field for problem in caught.value.problems]
         assert EXPECTED[name] in fields, f"{name}: expected a problem with {EXPECTED[name]!r}, got {caught.value}"
         assert all(problem.reason for problem in caught.value.problems)
     # The build's fast path takes none of them: it leaves every rejection to the model path
-    assert LineParser(SITE).record(raw) is None
+    assert LineParser(SITE, HORIZON).record(raw) is None
 
 
 def test_every_case_sqs_can_carry_is_dead_lettered_with_its_reason_and_the_rest_publishes() -> None:

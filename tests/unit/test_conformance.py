@@ -22,7 +22,7 @@ from sitemap_updater.core.render import IndexItem, render_index, render_urlset
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.text import escape_text
 from sitemap_updater.core.urls import Site
-from tests.conftest import AS_OF_US, BASE, parse
+from tests.conftest import AS_OF_US, BASE, HORIZON, parse
 
 XSD = Path(__file__).resolve().parents[3] / "shared" / "xsd"
 HOUR_US = 3_600_000_000
@@ -133,7 +133,7 @@ def test_every_extension_with_hostile_text_renders_to_the_hand_written_xml() -> 
 
 
 def test_the_model_path_and_a_plain_json_body_agree_on_the_bytes() -> None:
-    parsed = parse_event(json.dumps(PAGE, ensure_ascii=False).encode(), Site.parse(BASE, sections=None)).event
+    parsed = parse_event(json.dumps(PAGE, ensure_ascii=False).encode(), Site.parse(BASE, sections=None), HORIZON).event
     assert (entry_from_event(parsed).body + entry_from_event(parsed).news).decode() == BODY + NEWS
 
 

@@ -20,7 +20,7 @@ from sitemap_updater.core.reduce import reduce_states, state_from_event
 from sitemap_updater.core.render import render_urlset
 from sitemap_updater.core.sharding import KeyRange, Limits, plan_ranges, section_slug
 from sitemap_updater.core.urls import Site, canonical_media_url, canonical_page_url, first_segment
-from tests.conftest import AS_OF_US, BASE, event, parse
+from tests.conftest import AS_OF_US, BASE, HORIZON, event, parse
 
 SITE = Site.parse(BASE, sections=None)
 # The largest file head (every namespace) and the closing tag, written out by hand.
@@ -137,5 +137,5 @@ def test_unknown_fields_of_nested_objects_are_reported() -> None:
             "genre": "x"}  # fmt: skip
     video = {"thumbnail_loc": f"{BASE}/t.jpg", "title": "t", "description": "d", "player_loc": f"{BASE}/p",
              "uploader": {"name": "n", "x": 1}, "y": 2}  # fmt: skip
-    parsed = parse_event(json.dumps(event(news=news, videos=[video], z=3)), SITE)
+    parsed = parse_event(json.dumps(event(news=news, videos=[video], z=3)), SITE, HORIZON)
     assert sorted(parsed.unknown_fields) == ["news.genre", "videos[0].uploader.x", "videos[0].y", "z"]

@@ -10,7 +10,7 @@ import pytest
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site
-from tests.conftest import BASE, event, parse
+from tests.conftest import BASE, HORIZON, event, parse
 
 SITE = Site.parse(BASE, sections=None)
 _VIDEO = {"thumbnail_loc": f"{BASE}/t.jpg", "title": "t", "description": "d", "content_loc": f"{BASE}/v.mp4"}
@@ -20,7 +20,7 @@ _NEWS = {"publication_name": "P", "publication_language": "en", "publication_dat
 def rejection(body: dict[str, Any] | str) -> str:
     raw = body if isinstance(body, str) else json.dumps(body)
     with pytest.raises(EventRejected) as caught:
-        parse_event(raw, SITE)
+        parse_event(raw, SITE, HORIZON)
     return str(caught.value)
 
 
@@ -63,13 +63,13 @@ def test_bad_detail_in_an_envelope_names_the_nested_field() -> None:
 
 def test_unknown_fields_are_ignored_and_reported() -> None:
     body = event(author="ann", images=[{"loc": "https://cdn.example.com/a.jpg", "alt": "x"}])
-    parsed = parse_event(json.dumps(body), SITE)
+    parsed = parse_event(json.dumps(body), SITE, HORIZON)
     assert parsed.unknown_fields == ("author", "images[0].alt")
     assert len(parsed.event.images) == 1
 
 
 def test_session_id_removal_is_reported_as_a_warning() -> None:
-    parsed = parse_event(json.dumps(event(url=f"{BASE}/a?jsessionid=1")), SITE)
+    parsed = parse_event(json.dumps(event(url=f"{BASE}/a?jsessionid=1")), SITE, HORIZON)
     assert parsed.event.url == f"{BASE}/a"
     assert parsed.warnings and "jsessionid" in parsed.warnings[0]
 
@@ -148,7 +148,7 @@ def test_order_is_version_then_occurred_at() -> None:
     older = parse(event(version=1, occurred_at="2026-11-20T12:00:00Z"))
     newer = parse(event(version=2, occurred_at="2026-11-20T11:00:00Z"))
     later_same_version = parse(event(version=2, occurred_at="2026-11-20T11:00:01Z"))
-    unversioned = parse(event(occurred_at="2030-01-01T00:00:00Z"))
+    unversioned = parse(event(occurred_at="2026-11-21T11:00:00Z"))
     assert older.order < newer.order < later_same_version.order
     assert unversioned.order < older.order
 

@@ -19,6 +19,7 @@ from sitemap_updater.core.fastline import _DECODE, LineParser, _decode_chunk
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.spill import Spilled, SpillGroups, spill_state
 from sitemap_updater.core.urls import Site, UrlError, canonical_page_url
+from tests.conftest import HORIZON
 
 SITE = Site.parse("https://www.example.com")
 BASE = "https://www.example.com"
@@ -30,7 +31,7 @@ BAD_EVENTS = Path(__file__).resolve().parents[1] / "data" / "bad_events"
 def model_record(raw: bytes, site: Site = SITE) -> Spilled | str:
     """What the contract (pydantic) path makes of a line: a spilled state, or why the fast path must not take it."""
     try:
-        parsed = parse_event(raw, site)
+        parsed = parse_event(raw, site, HORIZON)
     except EventRejected:
         return "rejected"
     if parsed.warnings or parsed.unknown_fields:
@@ -88,6 +89,9 @@ MOMENTS = [
     "1970-01-01T00:30:00+01:00",
     "0001-01-01T00:00:00Z",
     "9999-12-31T23:59:59Z",
+    "2026-11-21T12:05:00Z",  # the tests' now plus the clock skew (HORIZON): the last moment accepted
+    "2026-11-21T12:05:00.000001Z",  # the first rejected
+    "2026-11-21T17:35:00.000001+05:30",
     " 2026-11-20T10:00:00Z",
     "１９７０-01-01T00:00:00Z",
     "1700000000",
@@ -96,6 +100,11 @@ MOMENTS = [
 ]
 LASTMODS = [
     "2026-11-20",
+    "2026-11-22",  # begun at UTC+14 by the tests' now
+    "2026-11-23",  # begun nowhere
+    "2026-11-21T12:05:00Z",
+    "2026-11-21T12:05:00.000001Z",
+    "9999-12-31",
     "2026-02-29",
     "2024-02-29",
     "2026-W47-1",
@@ -183,7 +192,7 @@ def test_the_fast_path_makes_the_model_paths_record_or_steps_aside(
     # Given any event, valid or not, in any shape, and a site with any Sections setting
     raw = json.dumps(body, ensure_ascii=ascii_only).encode()
     # When the fast path reads it
-    fast = LineParser(site).record(raw)
+    fast = LineParser(site, HORIZON).record(raw)
     # Then it either declines or makes, byte for byte, the record of the model path
     if fast is not None:
         assert fast == model_record(raw, site)
@@ -221,7 +230,7 @@ def test_events_of_the_common_shape_take_the_fast_path(body: dict[str, Any], sit
     # Given a plain, valid event of the shapes a CMS export is made of
     raw = json.dumps(body, ensure_ascii=False).encode()
     # When the fast path reads it
-    fast = LineParser(site).record(raw)
+    fast = LineParser(site, HORIZON).record(raw)
     # Then it makes the record itself, the same as the model path
     assert fast is not None
     assert fast == model_record(raw, site)
@@ -232,7 +241,7 @@ def test_no_bad_event_takes_the_fast_path(name: str) -> None:
     # Given an event the contract rejects
     raw = (BAD_EVENTS / name).read_bytes()
     # When the fast path reads it, then it steps aside so the model path can word the error
-    assert LineParser(SITE).record(raw) is None
+    assert LineParser(SITE, HORIZON).record(raw) is None
 
 
 # JSON the msgspec reader and the models' reader (jiter) must take the same way, or leave to the model path: escapes,
@@ -304,7 +313,7 @@ TRICKY_LINES = [
 def test_tricky_json_takes_the_fast_path_only_as_the_model_path_reads_it(raw: bytes, site: Site) -> None:
     # Given a line whose JSON the two readers could read differently
     # When the fast path reads it
-    fast = LineParser(site).record(raw)
+    fast = LineParser(site, HORIZON).record(raw)
     # Then it steps aside, or makes exactly what the model path makes (so a rejection keeps the model's words)
     if fast is not None:
         assert fast == model_record(raw, site)
@@ -331,7 +340,7 @@ def test_any_text_in_any_field_takes_the_fast_path_only_as_the_model_path_reads_
         body["images"][0][field] = text
     raw = json.dumps(body, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
     # When the fast path reads it, then it steps aside or agrees with the model path
-    fast = LineParser(SITE).record(raw)
+    fast = LineParser(SITE, HORIZON).record(raw)
     if fast is not None:
         assert fast == model_record(raw, SITE)
 
@@ -342,7 +351,7 @@ def test_parse_numbers_every_line_and_leaves_the_others_with_their_numbers() -> 
     data = b"\r\n".join([good, b"", b"not json", good]) + b"\r" + good + b"\n\n" + json.dumps(VALID | {"x": 1}).encode()
     spill = SpillGroups()
     # When the fast path parses the chunk
-    lines, rest = LineParser(SITE).parse(data, spill)
+    lines, rest = LineParser(SITE, HORIZON).parse(data, spill)
     # Then every line is counted, the blank and undecided ones are left with their numbers
     assert lines == 7
     assert rest == [(2, b""), (3, b"not json"), (6, b""), (7, json.dumps(VALID | {"x": 1}).encode())]
@@ -351,7 +360,7 @@ def test_parse_numbers_every_line_and_leaves_the_others_with_their_numbers() -> 
         b"".join(bytes(h) for h in spill.groups["blog"][0]),
         b"".join(bytes(b) for b in spill.groups["blog"][1]),
     )
-    one = LineParser(SITE).record(good)
+    one = LineParser(SITE, HORIZON).record(good)
     assert one is not None
     assert head == one[2] * 3
     assert blob == one[3] * 3
@@ -421,12 +430,12 @@ def test_a_chunk_parsed_in_blocks_is_parsed_as_one(lines: list[bytes], ends: byt
     # Given a chunk of any lines, whole or cut, with any line ends, and the parser's one block
     data = ends.join(lines) + (ends if last else b"")
     whole = SpillGroups()
-    expected = LineParser(SITE).parse(data, whole)
+    expected = LineParser(SITE, HORIZON).parse(data, whole)
     # When it is parsed in blocks of about ``block`` bytes (cut after a \n)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fastline, "_DECODE_BYTES", block)
         blocks = SpillGroups()
-        found = LineParser(SITE).parse(data, blocks)
+        found = LineParser(SITE, HORIZON).parse(data, blocks)
     # Then it counts the same lines, leaves the same ones with the same numbers, and spills the same states
     assert found == expected
     assert blocks.groups == whole.groups
@@ -508,4 +517,4 @@ def test_a_url_above_ascii_is_canonicalised_as_the_contract_does(path: str, long
     # Given a URL on the site whose path holds characters above ASCII among others, some of them very long
     url = f"{BASE}/{'x' * 2000 if long else ''}{path}"
     # When the fast path canonicalises it, then it agrees with the contract's canonical form (or its refusal)
-    assert LineParser(site)._canonical(url) == _canonical_or_none(url, site)
+    assert LineParser(site, HORIZON)._canonical(url) == _canonical_or_none(url, site)

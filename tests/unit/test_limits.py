@@ -17,7 +17,7 @@ from sitemap_updater.core.render import FILE_OVERHEAD, IndexItem, news_included,
 from sitemap_updater.core.sharding import KEY_SPACE, Limits, plan_ranges
 from sitemap_updater.core.spill import Spilled, spill_state
 from sitemap_updater.core.urls import Site, UrlError, canonical_media_url, canonical_page_url
-from tests.conftest import AS_OF_US, BASE, event, parse
+from tests.conftest import AS_OF_US, BASE, HORIZON, event, parse
 
 SITE = Site.parse(BASE, sections=None)
 BODY_LIMIT = 262_144  # SQS's message size
@@ -32,7 +32,7 @@ def _url(prefix: str, length: int) -> str:
 def _accepted(body: dict[str, Any] | bytes | str) -> bool:
     raw = body if isinstance(body, bytes | str) else json.dumps(body).encode()
     try:
-        parse_event(raw, SITE)
+        parse_event(raw, SITE, HORIZON)
     except EventRejected:
         return False
     return True
@@ -43,7 +43,9 @@ def test_page_urls_under_2048_characters(length: int, ok: bool) -> None:
     assert _accepted(event(_url(f"{BASE}/blog/", length))) is ok
     # also when the URL needs canonicalising first (upper-case host): judged after canonicalisation
     assert _accepted(event(_url("https://WWW.example.com/blog/", length))) is ok
-    assert (LineParser(SITE).record(json.dumps(event(_url(f"{BASE}/blog/", length))).encode()) is not None) is ok
+    assert (
+        LineParser(SITE, HORIZON).record(json.dumps(event(_url(f"{BASE}/blog/", length))).encode()) is not None
+    ) is ok
 
 
 @pytest.mark.parametrize(("length", "ok"), [(2047, True), (2048, False)])
@@ -57,7 +59,9 @@ def test_media_urls_under_2048_characters(length: int, ok: bool) -> None:
         else:
             with pytest.raises(UrlError):
                 canonical_media_url(url)
-    assert (LineParser(SITE).record(json.dumps(event(images=[{"loc": _url(CDN, length)}])).encode()) is not None) is ok
+    assert (
+        LineParser(SITE, HORIZON).record(json.dumps(event(images=[{"loc": _url(CDN, length)}])).encode()) is not None
+    ) is ok
 
 
 def test_a_percent_escape_that_grows_a_url_past_the_limit_is_rejected() -> None:
@@ -70,7 +74,7 @@ def test_a_percent_escape_that_grows_a_url_past_the_limit_is_rejected() -> None:
 def test_at_most_1000_images_per_page_on_both_paths(count: int, ok: bool) -> None:
     body = event(images=[{"loc": f"{CDN}i{i}.jpg"} for i in range(count)])
     assert _accepted(body) is ok
-    assert (LineParser(SITE).record(json.dumps(body).encode()) is not None) is ok
+    assert (LineParser(SITE, HORIZON).record(json.dumps(body).encode()) is not None) is ok
 
 
 @pytest.mark.parametrize(("size", "ok"), [(BODY_LIMIT, True), (BODY_LIMIT + 1, False)])
@@ -80,12 +84,12 @@ def test_the_body_size_limit_on_both_paths(size: int, ok: bool) -> None:
     assert len(padded) == size
     assert _accepted(padded) is ok
     assert _accepted(padded.decode()) is ok
-    assert (LineParser(SITE).record(padded) is not None) is ok
+    assert (LineParser(SITE, HORIZON).record(padded) is not None) is ok
 
 
 def test_an_oversized_body_names_its_size() -> None:
     with pytest.raises(EventRejected, match="262,145 bytes"):
-        parse_event(b" " * (BODY_LIMIT + 1), SITE)
+        parse_event(b" " * (BODY_LIMIT + 1), SITE, HORIZON)
 
 
 def _keys(count: int) -> list[int]:
@@ -165,7 +169,7 @@ def test_a_long_section_name_survives_the_record_format() -> None:
     state = state_from_event(parse(long_segment))
     assert list(decode_states(encode_state(state))) == [state]
     with pytest.raises(EventRejected):
-        parse_event(json.dumps(event(section="x" * 101)), SITE)
+        parse_event(json.dumps(event(section="x" * 101)), SITE, HORIZON)
 
 
 def _model_record(body: dict[str, Any]) -> Spilled:
@@ -179,4 +183,4 @@ def test_the_fast_path_takes_common_lines_at_the_edges_and_agrees_with_the_model
         event(occurred_at="1970-01-01T00:00:00Z"),
         event(lastmod="1970-01-01", occurred_at="1970-06-01T00:00:00+02:00"),
     ):
-        assert LineParser(SITE).record(json.dumps(body).encode()) == _model_record(body)
+        assert LineParser(SITE, HORIZON).record(json.dumps(body).encode()) == _model_record(body)

@@ -13,7 +13,7 @@ from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.urls import Site
-from tests.conftest import BASE, event, parse
+from tests.conftest import BASE, HORIZON, event, parse
 
 SITE = Site.parse(BASE, sections=None)
 BUDGET = 400_000  # the README's budget for one page's rendered entry
@@ -27,7 +27,7 @@ VIDEO = {
 
 def _rejection(body: dict[str, Any]) -> tuple[str, str]:
     with pytest.raises(EventRejected) as caught:
-        parse_event(json.dumps(body), SITE)
+        parse_event(json.dumps(body), SITE, HORIZON)
     problem = caught.value.problems[0]
     return problem.field, problem.reason
 
@@ -90,5 +90,5 @@ def _caption_event(size: int) -> dict[str, Any]:
 def test_the_fast_path_takes_an_entry_of_exactly_the_budget_and_declines_one_byte_more() -> None:
     at, over = _caption_event(BUDGET), _caption_event(BUDGET + 1)
     assert entry_from_event(parse(at)).size == BUDGET
-    assert LineParser(SITE).record(json.dumps(at).encode()) is not None
-    assert LineParser(SITE).record(json.dumps(over).encode()) is None
+    assert LineParser(SITE, HORIZON).record(json.dumps(at).encode()) is not None
+    assert LineParser(SITE, HORIZON).record(json.dumps(over).encode()) is None

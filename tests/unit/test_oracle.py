@@ -107,7 +107,7 @@ def random_bodies(rng: random.Random, count: int, pages: int = 25) -> list[dict[
     for _ in range(count):
         url = rng.choice(urls)
         version = rng.choice([None, 0, 1, 2, 3])
-        moment = f"2026-11-{rng.randint(17, 21):02d}T{rng.randint(0, 23):02d}:00:00{rng.choice(['Z', '+05:30'])}"
+        moment = f"2026-11-{rng.randint(17, 20):02d}T{rng.randint(0, 23):02d}:00:00{rng.choice(['Z', '+05:30'])}"
         if rng.random() < 0.2:
             bodies.append({"type": rng.choice(["delete", "archive"]), "url": url, "occurred_at": moment,
                            "version": version})  # fmt: skip

@@ -12,7 +12,7 @@ from sitemap_updater.core.reduce import reduce_states, split_states, state_from_
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.urls import ROOT_SECTION, Site, parse_sections
 from sitemap_updater.settings import Settings, SettingsError
-from tests.conftest import AS_OF_US, BASE, event
+from tests.conftest import AS_OF_US, BASE, HORIZON, event
 
 ENV = {
     "SITE_URL": BASE,
@@ -27,7 +27,7 @@ ENV = {
 
 def section(url: str, sections: str, **fields: object) -> str:
     site = Site.parse(BASE, sections=parse_sections(sections))
-    return parse_event(json.dumps(event(url, **fields)), site).event.page_section
+    return parse_event(json.dumps(event(url, **fields)), site, HORIZON).event.page_section
 
 
 def test_by_default_every_page_is_in_root() -> None:
@@ -68,7 +68,7 @@ def test_50001_distinct_first_segments_make_a_bounded_number_of_files() -> None:
     # Given 50,001 pages, each under a first path segment of its own (user profiles), and the default setting
     site = Site.parse(BASE)
     raws = [json.dumps(event(f"{BASE}/user-{n}/profile")) for n in range(50_001)]
-    states = reduce_states(state_from_event(parse_event(raw, site).event) for raw in raws)
+    states = reduce_states(state_from_event(parse_event(raw, site, HORIZON).event) for raw in raws)
     entries, tombstones = split_states(states.values())
     # When the site is laid out in files of at most 10,000 URLs
     files = build_site(entries, tombstones, Limits(), AS_OF_US, BASE)

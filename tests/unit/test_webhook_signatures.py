@@ -3,9 +3,16 @@ checks are held to the documented schemes rather than to our own signer."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
-from sitemap_updater.core.webhooks_signatures import Cms, SignatureRejected, WebhookRequest, verify
+from sitemap_updater.core.webhooks_signatures import Cms, SignatureRejected, WebhookRequest, sign, verify
+from sitemap_updater.local.webhooks import Sample
+
+SAMPLES = Path(__file__).resolve().parents[2] / "events" / "webhooks"
+PUBLISH = SAMPLES / "contentful" / "publish.json"
 
 BODY = b'{"a":1}'
 SECRET = "s3cret"
@@ -13,9 +20,10 @@ T_MS = 1_700_000_000_000
 TOPIC = "ContentManagement.Entry.publish"
 # printf '%s' "<signed bytes>" | openssl dgst -sha256 -hmac s3cret   (sha1 for Storyblok; base64url for Sanity)
 KNOWN: dict[Cms, dict[str, str]] = {
+    # Contentful (its node-apps-toolkit's canonical request): the list always names itself and the timestamp
     "contentful": {
-        "x-contentful-signature": "9da7c6f31aaf6ed8dcd441beec99dae71d4cac4cb3b9a6693099f698616ebbaf",
-        "x-contentful-signed-headers": "x-contentful-timestamp,x-contentful-topic",
+        "x-contentful-signature": "1c928e6d2dbdd02d14da10ca9def23c99c1e07be8adc288127887ddf9e244808",
+        "x-contentful-signed-headers": "x-contentful-signed-headers,x-contentful-timestamp,x-contentful-topic",
         "x-contentful-timestamp": str(T_MS),
         "x-contentful-topic": TOPIC,
     },
@@ -80,14 +88,88 @@ def test_garbled_signature_headers_are_401(cms: Cms) -> None:
     assert rejected(cms, request(cms, headers)) == 401
 
 
-def test_contentful_needs_the_timestamp_among_the_signed_headers() -> None:
-    unsigned_time = {**KNOWN["contentful"], "x-contentful-signed-headers": "x-contentful-topic"}
-    assert rejected("contentful", request("contentful", unsigned_time)) == 401
+def test_contentful_needs_the_topic_among_the_signed_headers_and_a_timestamp() -> None:
+    unsigned_topic = {**KNOWN["contentful"], "x-contentful-signed-headers": "x-contentful-timestamp"}
+    assert rejected("contentful", request("contentful", unsigned_topic)) == 401
     missing = {k: v for k, v in KNOWN["contentful"].items() if k != "x-contentful-topic"}
     assert rejected("contentful", request("contentful", missing)) == 401
+    no_time = {k: v for k, v in KNOWN["contentful"].items() if k != "x-contentful-timestamp"}
+    assert rejected("contentful", request("contentful", no_time)) == 401
 
 
 def test_contentful_signs_the_method_and_path() -> None:
     req = request("contentful")
     with pytest.raises(SignatureRejected):
         verify("contentful", WebhookRequest("POST", "/other", req.headers, req.body, req.received_ms), [SECRET])
+
+
+# Contentful's own signer: @contentful/node-apps-toolkit 3.16.1 ``signRequest(SECRET_64, {method, path, headers, body},
+# 1795262400000)`` over the sample events/webhooks/contentful/publish.json (its headers and compact body), run once
+# with Node; ``verifyRequest`` of that toolkit also accepts what ``sign`` below makes of the same requests.
+SECRET_64 = "sitemap-updater-contentful-test-secret-0123456789abcdefABCDEF_-+"
+OWN_NAMES = ("x-contentful-signed-headers", "x-contentful-timestamp")
+TOOLKIT_MS = 1_795_262_400_000
+TOOLKIT = {  # what was given to signRequest as path and headers -> the headers it returned
+    "every header": (
+        "/contentful",
+        None,  # the sample's own headers
+        "b485dd9ad40e026dc3c25a7680a01082a9d18bbccd998c5ef2ce179f23aadc7b",
+        "content-type,x-contentful-signed-headers,x-contentful-timestamp,x-contentful-topic,x-contentful-webhook-name",
+    ),
+    "a query, untrimmed values": (
+        "/contentful?a=b c&d=1",
+        {"x-contentful-topic": f" {TOPIC} ", "x-contentful-webhook-name": " My Hook "},
+        "7cfe3a52233f36daed84ad0f626754d25438ebdb5e91e8171131b8f054a5c775",
+        "x-contentful-signed-headers,x-contentful-timestamp,x-contentful-topic,x-contentful-webhook-name",
+    ),
+    "the topic left out": (
+        "/contentful",
+        {"content-type": "application/vnd.contentful.management.v1+json"},
+        "adccd2bdaae8871583265b7c7a7c84cad4cfeda6a79bf67de6411f5eaf0d3e2d",
+        "content-type,x-contentful-signed-headers,x-contentful-timestamp",
+    ),
+}
+
+
+def _toolkit_request(name: str, topic: str | None = None) -> WebhookRequest:
+    sample = Sample.load(PUBLISH)
+    path, given, signature, listed = TOOLKIT[name]
+    headers = dict(sample.headers if given is None else given)
+    headers |= {"x-contentful-signature": signature, "x-contentful-signed-headers": listed}
+    headers |= {"x-contentful-timestamp": str(TOOLKIT_MS), "x-contentful-topic": topic or headers["x-contentful-topic"]}
+    return WebhookRequest("POST", path, headers, sample.body, TOOLKIT_MS)
+
+
+@pytest.mark.parametrize("name", ["every header", "a query, untrimmed values"])
+def test_a_request_signed_by_contentfuls_toolkit_is_accepted_and_signed_alike(name: str) -> None:
+    request = _toolkit_request(name)
+    verify("contentful", request, [SECRET_64])
+    # read as the toolkit's verifyRequest reads them (both checked with it): the timestamp as a number, and a list
+    # in any order that leaves out its own two names, which are signed all the same
+    headers = dict(request.headers)
+    verify("contentful", replace(request, headers=headers | {"x-contentful-timestamp": f"0{TOOLKIT_MS}"}), [SECRET_64])
+    others = [h for h in headers["x-contentful-signed-headers"].split(",") if h not in OWN_NAMES]
+    reordered = headers | {"x-contentful-signed-headers": ",".join(reversed(others))}
+    verify("contentful", replace(request, headers=reordered), [SECRET_64])
+    path, given, signature, listed = TOOLKIT[name]
+    unsigned = {k: v for k, v in request.headers.items() if k in (given or Sample.load(PUBLISH).headers)}
+    ours = sign("contentful", WebhookRequest("POST", path, unsigned, request.body), SECRET_64, TOOLKIT_MS)
+    assert (ours["x-contentful-signature"], ours["x-contentful-signed-headers"]) == (signature, listed)
+
+
+def test_a_contentful_signature_that_leaves_out_the_topic_is_refused_whatever_the_topic_says() -> None:
+    # Given a request the toolkit signed without the topic (valid by the toolkit's own verifyRequest), carrying
+    # a topic that turns the published entry into a delete
+    request = _toolkit_request("the topic left out", topic="ContentManagement.Entry.delete")
+    # Then it is refused before its topic is read, naming the header the signature must cover
+    with pytest.raises(SignatureRejected) as caught:
+        verify("contentful", request, [SECRET_64])
+    assert caught.value.status == 401
+    assert caught.value.reason.startswith("x-contentful-topic is not among the signed headers")
+
+
+def test_a_signed_contentful_topic_changed_in_transit_is_403() -> None:
+    assert (
+        rejected("contentful", _toolkit_request("every header", topic="ContentManagement.Entry.delete"), (SECRET_64,))
+        == 403
+    )

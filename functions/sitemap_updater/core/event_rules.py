@@ -6,8 +6,11 @@ events by the same rules without importing pydantic.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
+
+from sitemap_updater.core.moments import to_micros
 
 TYPE_ALIASES = {
     "upsert": "upsert",
@@ -29,6 +32,52 @@ ChangeFreq = Literal["always", "hourly", "daily", "weekly", "monthly", "yearly",
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _LAST = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
 WINDOW_TEXT = "from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"
+# How far past now an event's occurred_at and lastmod may be: clocks differ by a few minutes (verify allows a
+# published lastmod as much). The stack's EVENT_CLOCK_SKEW_SECONDS setting; build and local take this default.
+FUTURE_SKEW_SECONDS = 300
+# A date (no time) is in the future only where it has not begun anywhere yet: it begins first at UTC+14.
+_EARLIEST_OFFSET = timedelta(hours=14)
+# occurred_at of a state whose time is unknown (adoption's, for a page its sitemap gave no lastmod or one in the
+# future): it ranks below every other event, so its lastmod is kept as the source gave it.
+UNKNOWN_TIME_US = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Horizon:
+    """The latest moment an event may name: now plus ``skew_s`` for clocks that differ.
+
+    A later ``occurred_at`` would outrank every real change to its page until that moment (a delete made today
+    would be stale, and the page pinned); a later ``lastmod`` would be published as a change that has not happened,
+    which a sitemap must not show (Google reads lastmod as the page's last significant change; ``verify`` reports
+    one in the future). ``now_us`` is microseconds since 1970: ``build``'s ``--as-of``, a pipeline's clock, a
+    webhook's arrival."""
+
+    now_us: int
+    skew_s: int = FUTURE_SKEW_SECONDS
+
+    @classmethod
+    def at(cls, now: datetime, skew_s: int = FUTURE_SKEW_SECONDS) -> Horizon:
+        return cls(to_micros(now), skew_s)
+
+    @property
+    def limit_us(self) -> int:
+        return self.now_us + self.skew_s * 1_000_000
+
+    def passes(self, value: date | datetime) -> bool:
+        """True when ``value`` (an aware date-time, or a date) lies past the limit; compared without converting to
+        UTC, as ``in_window`` is, so that no value overflows."""
+        limit = timedelta(microseconds=self.limit_us)
+        if isinstance(value, datetime):
+            return value - _EPOCH > limit
+        start = datetime(value.year, value.month, value.day, tzinfo=UTC)
+        return start - _EPOCH - _EARLIEST_OFFSET > limit
+
+    def reason(self, value: date | datetime) -> str:
+        """Why ``value`` (past the limit) is rejected: it, now, and the skew allowed."""
+        now = (_EPOCH + timedelta(microseconds=self.now_us)).isoformat(timespec="seconds").replace("+00:00", "Z")
+        if isinstance(value, datetime):
+            return f"{value.isoformat()} is in the future: at most {self.skew_s:,} s past now ({now}) is accepted"
+        return f"{value.isoformat()} is in the future: it has not begun anywhere yet (UTC+14) at {now}"
 
 
 def in_window(value: date | datetime) -> bool:

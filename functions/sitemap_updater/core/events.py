@@ -33,8 +33,10 @@ from sitemap_updater.core.event_rules import (
     MAX_VERSION,
     MAX_VIDEOS,
     TYPE_ALIASES,
+    UNKNOWN_TIME_US,
     WINDOW_TEXT,
     ChangeFreq,
+    Horizon,
     in_window,
     w3c_datetime,
 )
@@ -152,15 +154,16 @@ class PageEvent(_Model):
     )
     url: Annotated[str, Field(min_length=1, description="absolute URL on the site's canonical host")]
     occurred_at: Annotated[AwareDatetime, BeforeValidator(_rfc3339_text)] = Field(
-        description="RFC 3339 date-time with offset"
+        description="RFC 3339 date-time with offset; at most 300 s (the clock skew allowed) past now"
     )
     version: Annotated[int, Field(ge=0, le=MAX_VERSION)] | None = Field(
         default=None, description="monotonic per URL; events are ordered by (version, occurred_at)"
     )
     lastmod: W3CDate | None = Field(
         default=None,
-        description="W3C date or date-time; left out, the event's occurred_at is shown; null, the page has no "
-        "lastmod and none is shown (as adopted from a sitemap that gave none)",
+        description="W3C date or date-time, not in the future (as occurred_at; a date once it has begun anywhere); "
+        "left out, the event's occurred_at is shown; null, the page has no lastmod and none is shown (as adopted "
+        "from a sitemap that gave none)",
     )
     changefreq: ChangeFreq | None = None
     priority: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
@@ -185,9 +188,24 @@ class PageEvent(_Model):
 
     @field_validator("occurred_at")
     @classmethod
-    def _in_window(cls, value: datetime) -> datetime:
+    def _in_window(cls, value: datetime, info: ValidationInfo) -> datetime:
         if not in_window(value):
             raise ValueError(f"out of range: must be {WINDOW_TEXT}")
+        horizon = _horizon(info)
+        if horizon.passes(value):
+            raise ValueError(horizon.reason(value))
+        return value
+
+    @field_validator("lastmod")
+    @classmethod
+    def _not_ahead(cls, value: date | datetime | None, info: ValidationInfo) -> date | datetime | None:
+        """A lastmod past the horizon is rejected, except on a state of unknown time (occurred_at the epoch, as
+        adoption writes for a page its sitemap dated in the future), which ranks below every other event."""
+        occurred = info.data.get("occurred_at")
+        unknown_time = isinstance(occurred, datetime) and to_micros(occurred) == UNKNOWN_TIME_US
+        horizon = _horizon(info)
+        if value is not None and not unknown_time and horizon.passes(value):
+            raise ValueError(horizon.reason(value))
         return value
 
     # The section the site's Sections setting gives the URL, found while validating; not a field of the event, so
@@ -217,6 +235,14 @@ class PageEvent(_Model):
         return (-1 if self.version is None else self.version, to_micros(self.occurred_at))
 
 
+def _horizon(info: ValidationInfo) -> Horizon:
+    context = info.context
+    if not isinstance(context, dict) or not isinstance(context.get("horizon"), Horizon):
+        raise TypeError("PageEvent must be validated with context={'site': Site, 'horizon': Horizon, ...}")
+    horizon: Horizon = context["horizon"]
+    return horizon
+
+
 def event_json_schema() -> dict[str, Any]:
     """JSON Schema of the event contract, as published in ``docs/event.schema.json``."""
     schema = PageEvent.model_json_schema(mode="validation")
@@ -234,8 +260,9 @@ class ParsedEvent:
     unknown_fields: tuple[str, ...]
 
 
-def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEvent:
-    """Decode, unwrap (EventBridge, SNS) and validate one event; raise EventRejected naming the field."""
+def parse_event(body: str | bytes | Mapping[str, Any], site: Site, horizon: Horizon) -> ParsedEvent:
+    """Decode, unwrap (EventBridge, SNS) and validate one event; raise EventRejected naming the field. An
+    ``occurred_at`` or ``lastmod`` past ``horizon`` (now plus a skew for clocks that differ) is rejected."""
     if isinstance(body, str | bytes):
         body = _without_bom(body)
         size = len(body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body)
@@ -243,7 +270,7 @@ def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEven
             raise EventRejected.single("(body)", f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes")
         # Fast path: a plain event validated straight from JSON. Anything else (an envelope, an error, a number
         # too long to read) takes the general path below, which also words the errors.
-        context: dict[str, Any] = {"site": site, "warnings": []}
+        context: dict[str, Any] = {"site": site, "warnings": [], "horizon": horizon}
         try:
             event = PageEvent.model_validate_json(body, context=context)
         except ValueError:
@@ -251,7 +278,7 @@ def parse_event(body: str | bytes | Mapping[str, Any], site: Site) -> ParsedEven
         else:
             return _checked(ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, ""))), "")
     data, prefix = _unwrap(_decode(body, "(body)"), "")
-    context = {"site": site, "warnings": []}
+    context = {"site": site, "warnings": [], "horizon": horizon}
     try:
         event = PageEvent.model_validate(data, context=context)
     except ValidationError as exc:

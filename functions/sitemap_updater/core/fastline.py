@@ -38,6 +38,7 @@ from sitemap_updater.core.event_rules import (
     MAX_VERSION,
     TYPE_ALIASES,
     ChangeFreq,
+    Horizon,
     in_window,
     parse_w3c,
 )
@@ -104,8 +105,9 @@ _BETWEEN = b",null,\n"
 class LineParser:
     """Turns export lines into spilled states (``core.spill``); a line it cannot decide is the model path's."""
 
-    def __init__(self, site: Site) -> None:
+    def __init__(self, site: Site, horizon: Horizon) -> None:
         self._site = site
+        self._horizon = horizon  # an occurred_at or lastmod past it is the model path's, which rejects it
         self._sections = site.sections
         self._path_at = len(site.base_url) + 1  # where the path of a URL on the site starts, after its "/"
         self._moments: dict[str, tuple[int, str] | None] = {}  # occurred_at -> (micros, W3C text)
@@ -274,7 +276,8 @@ class LineParser:
             except ValueError:
                 moment = None
             if moment is not None and in_window(moment):
-                found = (to_micros(moment), w3c(moment))
+                micros = to_micros(moment)
+                found = (micros, w3c(moment)) if micros <= self._horizon.limit_us else None
         return _remember(self._moments, text, found)
 
     def _lastmod(self, text: str) -> tuple[int, str] | None:
@@ -284,7 +287,8 @@ class LineParser:
         except ValueError:
             found = None
         else:
-            found = (moment_micros(value), w3c(value))
+            # past the horizon: the model path's (it keeps one on a state of unknown time, rejects the others)
+            found = None if self._horizon.passes(value) else (moment_micros(value), w3c(value))
         return _remember(self._lastmods, text, found)
 
 

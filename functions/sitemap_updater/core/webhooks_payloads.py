@@ -34,6 +34,9 @@ class Document:
     updated_at: str | None  # the CMS's own time of the change: occurred_at and lastmod
     published_at: str | None = None
     revision: int | None = None  # the CMS's revision counter, when it has one that every action carries
+    # A change to a published document only (Storyblok's moved, sent for drafts too): ignored unless the endpoint
+    # remembers URLs of the document, so that a draft's new place is never published.
+    needs_published: bool = False
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,7 @@ def _storyblok(headers: Mapping[str, str], data: dict[str, Any]) -> Document | I
         id=_text(data, "story_id", ""),
         variants=(Variant(None, data),),
         updated_at=None,
+        needs_published=action == "moved",  # Storyblok sends moved for drafts too
     )
 
 

@@ -9,7 +9,7 @@
 | strapi | ``authorization: Bearer <token>`` (a header configured in Strapi) | nothing: a shared token | - | none |
 | generic | ``x-sitemap-signature: t=<unix s>,v1=<hex>`` | ``<t>.<body>`` | HS256 | yes |
 
-HS256 is HMAC-SHA256.
+HS256 is HMAC-SHA256. Contentful's signed headers must include ``x-contentful-topic``, which decides publish or delete.
 
 Every comparison is constant-time (``hmac.compare_digest``); several secrets may be valid at once (a rotation).
 """
@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import quote
 
 Cms = Literal["contentful", "sanity", "storyblok", "ghost", "strapi", "generic"]
 CMSES: tuple[Cms, ...] = ("contentful", "sanity", "storyblok", "ghost", "strapi", "generic")
@@ -32,6 +33,7 @@ DEFAULT_WINDOW_SECONDS = 300
 CONTENTFUL_SIGNATURE = "x-contentful-signature"
 CONTENTFUL_SIGNED_HEADERS = "x-contentful-signed-headers"
 CONTENTFUL_TIMESTAMP = "x-contentful-timestamp"
+CONTENTFUL_TOPIC = "x-contentful-topic"
 SANITY_SIGNATURE = "sanity-webhook-signature"
 GHOST_SIGNATURE = "x-ghost-signature"
 STORYBLOK_SIGNATURE = "webhook-signature"
@@ -110,27 +112,55 @@ def _fresh(timestamp_ms: int, request: WebhookRequest, window_s: int, header: st
 
 
 def _contentful(request: WebhookRequest, signature: str, secrets: Sequence[str], window_s: int) -> None:
+    """Contentful's request verification, as its node-apps-toolkit's ``verifyRequest`` computes it: the headers the
+    sender lists, plus the timestamp and the list itself (signed whether listed or not), sorted by name, with trimmed
+    values. The list must name ``x-contentful-topic``: the topic decides publish or delete, and a signature that
+    leaves it out lets anyone holding one signed request turn a publish into a delete (or back)."""
     received = _hex(signature, CONTENTFUL_SIGNATURE)
-    signed = [h.strip().lower() for h in request.headers.get(CONTENTFUL_SIGNED_HEADERS, "").split(",") if h.strip()]
+    listed = request.headers.get(CONTENTFUL_SIGNED_HEADERS, "")
+    signed = {h.strip().lower() for h in listed.split(",") if h.strip()}
     timestamp = request.headers.get(CONTENTFUL_TIMESTAMP, "").strip()
     if not signed:
         raise SignatureRejected(401, f"missing {CONTENTFUL_SIGNED_HEADERS} header")
-    if CONTENTFUL_TIMESTAMP not in signed or not timestamp.isdigit():
-        raise SignatureRejected(401, f"{CONTENTFUL_TIMESTAMP} is missing or not among the signed headers")
-    missing = [h for h in signed if h not in request.headers]
+    if not timestamp.isdigit():
+        raise SignatureRejected(401, f"{CONTENTFUL_TIMESTAMP} is missing or not a number of milliseconds")
+    if CONTENTFUL_TOPIC not in signed:
+        raise SignatureRejected(
+            401, f"{CONTENTFUL_TOPIC} is not among the signed headers ({CONTENTFUL_SIGNED_HEADERS}: {listed.strip()})"
+        )
+    missing = sorted(h for h in signed if h not in request.headers)
     if missing:
         raise SignatureRejected(401, f"signed header {missing[0]} is missing")
-    canonical = "\n".join(
-        [
-            request.method.upper(),
-            request.path,
-            ";".join(f"{h}:{request.headers[h].strip()}" for h in signed),
-            "",
-        ]
-    ).encode("utf-8")
+    values = {h: request.headers[h] for h in signed if h not in (CONTENTFUL_SIGNED_HEADERS, CONTENTFUL_TIMESTAMP)}
+    try:
+        canonical = _contentful_canonical(request.method, request.path, values, int(timestamp))
+    except UnicodeEncodeError:  # a lone surrogate: nothing a sender can have signed (Node's encodeURI throws)
+        raise SignatureRejected(401, "the path or a signed header is not valid text") from None
     if not _any_match(lambda s: _mac(s, canonical + request.body), received, secrets):
         raise SignatureRejected(403, f"{CONTENTFUL_SIGNATURE} does not match")
     _fresh(int(timestamp), request, window_s, CONTENTFUL_TIMESTAMP)
+
+
+_CONTENTFUL_OWN = (CONTENTFUL_SIGNATURE, CONTENTFUL_SIGNED_HEADERS, CONTENTFUL_TIMESTAMP)
+# Node's encodeURI and querystring.escape: the characters each leaves as they are (letters and digits aside).
+_ENCODE_URI_SAFE = ";,/?:@&=+$-_.!~*'()#"
+_QUERY_ESCAPE_SAFE = "-_.!~*'()"
+
+
+def _contentful_canonical(method: str, path: str, headers: Mapping[str, str], timestamp_ms: int) -> bytes:
+    """The signed text but for the body: method, path (as the toolkit's getNormalizedEncodedURI encodes it), then
+    ``name:value`` of each signed header, sorted by name and joined with ``;``, each part on its own line."""
+    values = {name.strip().lower(): value.strip() for name, value in headers.items()}
+    values[CONTENTFUL_TIMESTAMP] = str(timestamp_ms)
+    names = sorted({*values, CONTENTFUL_SIGNED_HEADERS})
+    values[CONTENTFUL_SIGNED_HEADERS] = ",".join(names)
+    parts = path.split("?")
+    pathname, search = parts[0], parts[1] if len(parts) > 1 else ""
+    if search:
+        pathname = f"{pathname}?{quote(search, safe=_QUERY_ESCAPE_SAFE)}"
+    encoded = quote(pathname, safe=_ENCODE_URI_SAFE)
+    lines = [method.upper(), encoded, ";".join(f"{name}:{values[name]}" for name in names), ""]
+    return "\n".join(lines).encode("utf-8")
 
 
 def _sanity(request: WebhookRequest, value: str, secrets: Sequence[str], window_s: int) -> None:
@@ -199,16 +229,13 @@ _VERIFIERS: dict[Cms, Callable[[WebhookRequest, str, Sequence[str], int], None]]
 def sign(cms: Cms, request: WebhookRequest, secret: str, at_ms: int) -> dict[str, str]:
     """The headers a CMS would add to ``request`` at ``at_ms`` (local runs, tests and the benchmark)."""
     body = request.body
-    if cms == "contentful":
-        headers = {**request.headers, CONTENTFUL_TIMESTAMP: str(at_ms)}
-        signed = [h for h in (CONTENTFUL_TIMESTAMP, "x-contentful-topic") if h in headers]
-        headers[CONTENTFUL_SIGNED_HEADERS] = ",".join(signed)
-        canonical = f"{request.method.upper()}\n{request.path}\n" + ";".join(f"{h}:{headers[h]}" for h in signed)
-        digest = _mac(secret, canonical.encode() + b"\n" + body).hex()
+    if cms == "contentful":  # as the toolkit's signRequest: every header given, the timestamp and the list
+        given = {k.lower(): v for k, v in request.headers.items() if k.lower() not in _CONTENTFUL_OWN}
+        canonical = _contentful_canonical(request.method, request.path, given, at_ms)
         return {
             CONTENTFUL_TIMESTAMP: str(at_ms),
-            CONTENTFUL_SIGNED_HEADERS: ",".join(signed),
-            CONTENTFUL_SIGNATURE: digest,
+            CONTENTFUL_SIGNED_HEADERS: ",".join(sorted({*given, CONTENTFUL_SIGNED_HEADERS, CONTENTFUL_TIMESTAMP})),
+            CONTENTFUL_SIGNATURE: _mac(secret, canonical + body).hex(),
         }
     if cms == "sanity":
         mac = base64.urlsafe_b64encode(_mac(secret, f"{at_ms}.".encode() + body)).decode().rstrip("=")

@@ -29,6 +29,7 @@ from urllib.parse import urljoin, urlsplit
 from lxml import etree
 
 from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.event_rules import Horizon
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site, UrlError, normalise_host
 from sitemap_updater.service.adopt_fields import Dropped, drop_fields, page_event
@@ -261,7 +262,7 @@ class Adoption:
             event["occurred_at"] = UNKNOWN_TIME
         for _ in range(_FIXES):
             try:
-                parsed = parse_event(event, self.site)
+                parsed = parse_event(event, self.site, Horizon.at(self.now))
             except EventRejected as exc:
                 fields = [p.field for p in exc.problems]
                 if not drop_fields(event, fields, UNKNOWN_TIME):

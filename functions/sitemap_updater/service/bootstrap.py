@@ -143,10 +143,11 @@ def load_chunk(pipeline: Pipeline, run: str, chunk: str, threads: int | None = N
     result = ChunkResult(chunk)
     states: list[PageState] = []
     rejected: list[tuple[str, str, str]] = []  # body, reason, source
+    horizon = pipeline.horizon()
     for number, line in _lines(data):
         result.lines = number
         try:
-            states.append(state_from_event(parse_event(line, pipeline.site).event))
+            states.append(state_from_event(parse_event(line, pipeline.site, horizon).event))
         except EventRejected as exc:
             result.rejected += 1
             rejected.append((line.decode("utf-8", "replace"), f"line {number}: {exc}", f"{chunk}:{number}"))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sitemap_updater.core.errors import MAX_REJECTED_SHARE, EventRejected, refusal
+from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS, Horizon
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.render import (
@@ -183,7 +184,9 @@ def _spill_file(spill_dir: str, kind: str) -> Path:
     return Path(spill_dir) / f"{kind}-{os.getpid()}-{threading.get_ident()}.bin"
 
 
-def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, chunk_id: int) -> _ChunkResult:
+def _parse_chunk(
+    source: str, start: int, end: int, site: Site, horizon: Horizon, spill_dir: str, chunk_id: int
+) -> _ChunkResult:
     """Validate and render the lines in ``[start, end)`` of ``source``; spill states grouped by bucket."""
     rejections: list[Rejection] = []
     warnings: list[tuple[int, str]] = []
@@ -192,7 +195,7 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
         handle.seek(start)
         data = handle.read(end - start)
     spill = SpillGroups()
-    lines, rest = LineParser(site).parse(data, spill)
+    lines, rest = LineParser(site, horizon).parse(data, spill)
     del data
     accepted = lines - len(rest)
     if rest:
@@ -204,7 +207,7 @@ def _parse_chunk(source: str, start: int, end: int, site: Site, spill_dir: str, 
             if not raw.strip():
                 continue
             try:
-                parsed = parse_event(raw, site)
+                parsed = parse_event(raw, site, horizon)
             except EventRejected as exc:
                 rejections.append(Rejection(number, str(exc)))
                 continue
@@ -415,12 +418,14 @@ def build(
     progress: Callable[[int, int], None] | None = None,
     max_rejected_share: float = MAX_REJECTED_SHARE,
     text_sitemaps: bool = False,
+    clock_skew_s: int = FUTURE_SKEW_SECONDS,
 ) -> BuildResult:
     """Build every sitemap file and ``sitemap.xml`` of ``site`` into ``out_dir`` from a JSONL export (and, with
     ``text_sitemaps``, a text sitemap beside each file).
 
     The newest event per URL wins (by version, then occurred_at), whatever the line order. ``as_of_us`` is
-    the moment news freshness is judged against. ``progress(done_bytes, total_bytes)`` reports parsing.
+    the moment news freshness is judged against, and now for the events: an occurred_at or lastmod more than
+    ``clock_skew_s`` past it is rejected. ``progress(done_bytes, total_bytes)`` reports parsing.
     Files are written beside ``out_dir``'s and moved in only once all are: a build that fails (BuildRefused
     when nothing was accepted or more than ``max_rejected_share`` of the events were rejected, LimitExceeded,
     any error) leaves the previous output as it was.
@@ -441,7 +446,8 @@ def build(
     staging = Path(tempfile.mkdtemp(prefix=".sitemap-build-", dir=out_dir))
     try:
         with tempfile.TemporaryDirectory(prefix="sitemap-build-") as spill, executor:
-            chunks = _parse_all(executor, events, site, spill, result, progress, count)
+            horizon = Horizon(as_of_us, clock_skew_s)
+            chunks = _parse_all(executor, events, site, horizon, spill, result, progress, count)
             reason = refusal(result.accepted, len(result.rejections), max_rejected_share)
             if reason is not None:
                 raise BuildRefused(reason, result)
@@ -484,6 +490,7 @@ def _parse_all(
     executor: Executor,
     events: Path,
     site: Site,
+    horizon: Horizon,
     spill: str,
     result: BuildResult,
     progress: Callable[[int, int], None] | None,
@@ -494,7 +501,7 @@ def _parse_all(
     # Chunks of _CHUNK_BYTES, or one per worker when that is less (so both cores finish a small export together).
     ranges = list(_chunks(events, min(_CHUNK_BYTES, -(-total // workers))))
     futures = {
-        executor.submit(_parse_chunk, str(events), start, end, site, spill, i): (i, end - start)
+        executor.submit(_parse_chunk, str(events), start, end, site, horizon, spill, i): (i, end - start)
         for i, (start, end) in enumerate(ranges)
     }
     parsed: dict[int, _ChunkResult] = {}

@@ -49,9 +49,10 @@ def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
     check_first_import(pipeline)
     result = ImportResult()
     states = []
+    horizon = pipeline.horizon()
     for number, body in enumerate(bodies, start=1):
         try:
-            states.append(state_from_event(parse_event(body, pipeline.site).event))
+            states.append(state_from_event(parse_event(body, pipeline.site, horizon).event))
         except EventRejected as exc:
             result.rejections.append((number, str(exc)))
     if not states:  # nothing accepted: nothing written, nothing published

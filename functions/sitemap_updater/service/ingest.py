@@ -83,7 +83,7 @@ class IngestConflict(RuntimeError):
 def ingest(body: str | bytes | dict[str, Any], pipeline: Pipeline, marks: MarkBatch | None = None) -> IngestResult:
     """Validate one event and record it. Raises EventRejected (naming the field) for malformed input. Without
     ``marks``, a change's marks are sent before this returns (through an outbox of its own)."""
-    parsed = parse_event(body, pipeline.site)
+    parsed = parse_event(body, pipeline.site, pipeline.horizon())
     event = parsed.event
     # The state is the event's alone (an upsert without lastmod shows its occurred_at), so the newest event
     # decides what is published whatever the order events arrived in.
@@ -199,9 +199,10 @@ def _unchanged(old: PageRecord | None, write: PageWrite) -> bool:
 def event_urls(pipeline: Pipeline, bodies: list[str]) -> list[str]:
     """The canonical URLs of a batch's events (those that are valid): what its outbox names."""
     urls = []
+    horizon = pipeline.horizon()
     for body in bodies:
         try:
-            urls.append(parse_event(body, pipeline.site).event.url)
+            urls.append(parse_event(body, pipeline.site, horizon).event.url)
         except EventRejected:
             continue  # never recorded
     return urls

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from sitemap_updater.core.event_rules import Horizon
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.urls import Site
 from sitemap_updater.ports import Bucket, FanOut, Manifest, Queue
@@ -55,3 +56,7 @@ class Pipeline:
         object.__setattr__(self, "site", self.settings.site)
         object.__setattr__(self, "files", self.settings.files_site)
         object.__setattr__(self, "limits", self.settings.limits)
+
+    def horizon(self) -> Horizon:
+        """The latest moment an event may name now: the clock plus the settings' skew for clocks that differ."""
+        return Horizon.at(self.clock(), self.settings.event_clock_skew_seconds)

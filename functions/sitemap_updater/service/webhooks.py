@@ -6,7 +6,11 @@ and ``version`` are the CMS's own updated-at and revision), so the same webhook 
 ingest recognises by their equal rank as duplicates: one SQS message and one read each, nothing written, no
 rebuild, no notification (docs/architecture.md, "Ingest"). The queue is a standard one and does not deduplicate;
 nor does this function: the ingest already does, at the cost above. The exception is a payload with no time of
-its own (Storyblok's): its events carry the arrival, so a resend (Storyblok does not retry) moves the lastmod.
+its own (Storyblok's): its events carry the arrival, so a resend (Storyblok does not retry) moves the lastmod, and a
+captured publish replayed after an unpublish puts the page back (README, "Storyblok signs no time").
+
+Nothing to change is a 200 with the reason, never an error the CMS would count as a failed delivery: a delete of a
+document with no URL left (Contentful deletes only an unpublished entry) and a move of one not published.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS, Horizon
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.urls import Site
 from sitemap_updater.core.webhooks_mapping import Unmapped, WebhookMapping, document_order, map_document, withdrawn
 from sitemap_updater.core.webhooks_payloads import Document, Ignored, PayloadError, read_document
 from sitemap_updater.core.webhooks_signatures import CMSES, Cms, SignatureRejected, WebhookRequest, verify
 from sitemap_updater.ports import DocumentStore, EventQueue, SecretStore, SecretsUnavailable
+from sitemap_updater.settings import WEBHOOK_MAX_BODY_BYTES
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,9 @@ class WebhookReceiver:
     mapping: WebhookMapping
     secrets: SecretStore
     queue: EventQueue
-    max_body_bytes: int = 1_048_576
+    max_body_bytes: int = WEBHOOK_MAX_BODY_BYTES
     window_s: int = 300
+    clock_skew_s: int = FUTURE_SKEW_SECONDS  # how far past the arrival a payload's updated-at may be
     documents: DocumentStore | None = None  # the URLs each document had: deletes without a slug, renamed slugs
 
     def receive(self, request: WebhookRequest) -> Reply:
@@ -82,9 +89,13 @@ class WebhookReceiver:
             if isinstance(document, Ignored):
                 return Reply(200, {"ignored": document.reason}, {**log, "ignored": document.reason})
             received_at = datetime.fromtimestamp(request.received_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
-            events, warnings = self._events(cms, document, received_at)
+            found = self._events(cms, document, received_at)
+            if isinstance(found, Ignored):  # nothing published to change: a 2xx, or the CMS counts a failure
+                return Reply(200, {"ignored": found.reason}, {**log, "id": document.id, "ignored": found.reason})
+            events, warnings = found
+            horizon = Horizon(request.received_ms * 1000, self.clock_skew_s)
             for event in events:  # the ingest's own validation, so that the CMS hears of a bad event
-                parse_event(json.dumps(event), self.site)
+                parse_event(json.dumps(event), self.site, horizon)
         except (ValueError, RecursionError) as exc:  # JSON, PayloadError, Unmapped, EventRejected
             reason = _reason(exc)
             return Reply(400, {"error": reason}, {**log, "reason": reason})
@@ -104,8 +115,14 @@ class WebhookReceiver:
             return Reply(503, {"error": "the events could not be queued; retry"}, {**log, "reason": repr(exc)})
         return Reply(202, {"accepted": len(urls), "urls": urls, "warnings": list(warnings)}, log)
 
-    def _events(self, cms: Cms, document: Document, received_at: str) -> tuple[list[dict[str, Any]], list[str]]:
-        """The document's events, plus deletes for the URLs it had and no longer has (remembered ones)."""
+    def _events(
+        self, cms: Cms, document: Document, received_at: str
+    ) -> tuple[list[dict[str, Any]], list[str]] | Ignored:
+        """The document's events, plus deletes for the URLs it had and no longer has (remembered ones); Ignored
+        when there is nothing published to change: a delete of a document with no URL left (Contentful deletes
+        only what was unpublished first, Storyblok deletes drafts too), or a move of one never published."""
+        if document.needs_published and (self.documents is None or not self.documents.recall(cms, document.id)):
+            return Ignored(f"{cms} document {document.id} is not published (no URL is remembered): a draft's move")
         try:
             mapped = map_document(document, self.mapping, self.site.base_url, received_at)
         except Unmapped as exc:
@@ -113,7 +130,10 @@ class WebhookReceiver:
                 raise
             known = self.documents.recall(cms, document.id)
             if not known:
-                raise Unmapped(f"{exc}; no URL is remembered for {cms} document {document.id}") from None
+                return Ignored(
+                    f"nothing to remove: no URL is remembered for {cms} document {document.id} (withdrawn already, "
+                    f"or never published through this endpoint; {exc})"
+                )
             return list(withdrawn(document, known, self.mapping, received_at)), []
         events = list(mapped.events)
         if self.documents is not None:

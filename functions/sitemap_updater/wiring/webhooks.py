@@ -44,6 +44,7 @@ def current_receiver() -> WebhookReceiver:
             queue=MessageQueue(clients.client("sqs"), settings.ingest_queue_url),
             max_body_bytes=settings.webhook_max_body_bytes,
             window_s=settings.webhook_window_seconds,
+            clock_skew_s=settings.event_clock_skew_seconds,
             documents=DocumentUrls(clients.client("dynamodb"), settings.manifest_table),
         )
     return _current
