@@ -15,7 +15,7 @@ import pytest
 
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.event_rules import Horizon
-from sitemap_updater.core.events import PageEvent, parse_event
+from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.sharding import Limits
@@ -86,12 +86,6 @@ def test_a_date_is_accepted_once_it_has_begun_somewhere() -> None:
     early = Horizon(AS_OF_US - 2 * 3600 * 1_000_000 - 300_000_000)
     assert parse_event(json.dumps(event(lastmod="2026-11-22", occurred_at="2026-11-20T00:00:00Z")), SITE, early)
     assert _rejected(event(lastmod="2026-11-22", occurred_at="2026-11-20T00:00:00Z"), Horizon(early.now_us - 1))
-
-
-def test_the_models_refuse_to_validate_without_a_now() -> None:
-    # a caller that forgot the horizon is told so, rather than having its events accepted whatever their dates
-    with pytest.raises(TypeError, match="Horizon"):
-        PageEvent.model_validate(event(), context={"site": SITE, "warnings": []})
 
 
 def test_a_state_of_unknown_time_keeps_a_future_lastmod_as_adoption_writes_it() -> None:

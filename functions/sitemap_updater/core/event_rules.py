@@ -6,8 +6,8 @@ events by the same rules without importing pydantic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Literal
 
 from sitemap_updater.core.moments import to_micros
@@ -31,15 +31,16 @@ ChangeFreq = Literal["always", "hourly", "daily", "weekly", "monthly", "yearly",
 # Every instant is stored as microseconds since 1970 and written as a UTC date: the window both can hold.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _LAST = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
+_LAST_US = 253_402_300_799_999_999  # _LAST in microseconds since 1970
 WINDOW_TEXT = "from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"
 # How far past now an event's occurred_at and lastmod may be: clocks differ by a few minutes (verify allows a
 # published lastmod as much). The stack's EVENT_CLOCK_SKEW_SECONDS setting; build and local take this default.
 FUTURE_SKEW_SECONDS = 300
 # A date (no time) is in the future only where it has not begun anywhere yet: it begins first at UTC+14.
-_EARLIEST_OFFSET = timedelta(hours=14)
+_FIRST_ZONE = timezone(timedelta(hours=14))
 # occurred_at of a state whose time is unknown (adoption's, for a page its sitemap gave no lastmod or one in the
 # future): it ranks below every other event, so its lastmod is kept as the source gave it.
-UNKNOWN_TIME_US = 0
+UNKNOWN_TIME = _EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,17 @@ class Horizon:
 
     now_us: int
     skew_s: int = FUTURE_SKEW_SECONDS
+    _limit: datetime = field(init=False, repr=False, compare=False)
+    _last_day: date = field(init=False, repr=False, compare=False)  # the latest date begun somewhere by the limit
+
+    def __post_init__(self) -> None:
+        limit = _EPOCH + timedelta(microseconds=min(self.limit_us, _LAST_US))
+        try:
+            last_day = limit.astimezone(_FIRST_ZONE).date()
+        except OverflowError:  # past 9999-12-31 at UTC+14: every date has begun
+            last_day = date.max
+        object.__setattr__(self, "_limit", limit)
+        object.__setattr__(self, "_last_day", last_day)
 
     @classmethod
     def at(cls, now: datetime, skew_s: int = FUTURE_SKEW_SECONDS) -> Horizon:
@@ -64,13 +76,11 @@ class Horizon:
         return self.now_us + self.skew_s * 1_000_000
 
     def passes(self, value: date | datetime) -> bool:
-        """True when ``value`` (an aware date-time, or a date) lies past the limit; compared without converting to
-        UTC, as ``in_window`` is, so that no value overflows."""
-        limit = timedelta(microseconds=self.limit_us)
+        """True when ``value`` (an aware date-time, or a date) lies past the limit. Aware date-times compare as in
+        UTC without being converted, so no value overflows at the ends of the calendar."""
         if isinstance(value, datetime):
-            return value - _EPOCH > limit
-        start = datetime(value.year, value.month, value.day, tzinfo=UTC)
-        return start - _EPOCH - _EARLIEST_OFFSET > limit
+            return value > self._limit
+        return value > self._last_day
 
     def reason(self, value: date | datetime) -> str:
         """Why ``value`` (past the limit) is rejected: it, now, and the skew allowed."""

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from sitemap_updater.core.entry import check_entry_size, entry_from_event
-from sitemap_updater.core.errors import EventRejected, Oversized
+from sitemap_updater.core.errors import EventRejected, Oversized, Problem
 from sitemap_updater.core.event_rules import (
     MAX_ALTERNATES,
     MAX_BODY_BYTES,
@@ -33,7 +33,7 @@ from sitemap_updater.core.event_rules import (
     MAX_VERSION,
     MAX_VIDEOS,
     TYPE_ALIASES,
-    UNKNOWN_TIME_US,
+    UNKNOWN_TIME,
     WINDOW_TEXT,
     ChangeFreq,
     Horizon,
@@ -188,24 +188,9 @@ class PageEvent(_Model):
 
     @field_validator("occurred_at")
     @classmethod
-    def _in_window(cls, value: datetime, info: ValidationInfo) -> datetime:
+    def _in_window(cls, value: datetime) -> datetime:
         if not in_window(value):
             raise ValueError(f"out of range: must be {WINDOW_TEXT}")
-        horizon = _horizon(info)
-        if horizon.passes(value):
-            raise ValueError(horizon.reason(value))
-        return value
-
-    @field_validator("lastmod")
-    @classmethod
-    def _not_ahead(cls, value: date | datetime | None, info: ValidationInfo) -> date | datetime | None:
-        """A lastmod past the horizon is rejected, except on a state of unknown time (occurred_at the epoch, as
-        adoption writes for a page its sitemap dated in the future), which ranks below every other event."""
-        occurred = info.data.get("occurred_at")
-        unknown_time = isinstance(occurred, datetime) and to_micros(occurred) == UNKNOWN_TIME_US
-        horizon = _horizon(info)
-        if value is not None and not unknown_time and horizon.passes(value):
-            raise ValueError(horizon.reason(value))
         return value
 
     # The section the site's Sections setting gives the URL, found while validating; not a field of the event, so
@@ -235,14 +220,6 @@ class PageEvent(_Model):
         return (-1 if self.version is None else self.version, to_micros(self.occurred_at))
 
 
-def _horizon(info: ValidationInfo) -> Horizon:
-    context = info.context
-    if not isinstance(context, dict) or not isinstance(context.get("horizon"), Horizon):
-        raise TypeError("PageEvent must be validated with context={'site': Site, 'horizon': Horizon, ...}")
-    horizon: Horizon = context["horizon"]
-    return horizon
-
-
 def event_json_schema() -> dict[str, Any]:
     """JSON Schema of the event contract, as published in ``docs/event.schema.json``."""
     schema = PageEvent.model_json_schema(mode="validation")
@@ -270,20 +247,22 @@ def parse_event(body: str | bytes | Mapping[str, Any], site: Site, horizon: Hori
             raise EventRejected.single("(body)", f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes")
         # Fast path: a plain event validated straight from JSON. Anything else (an envelope, an error, a number
         # too long to read) takes the general path below, which also words the errors.
-        context: dict[str, Any] = {"site": site, "warnings": [], "horizon": horizon}
+        context: dict[str, Any] = {"site": site, "warnings": []}
         try:
             event = PageEvent.model_validate_json(body, context=context)
         except ValueError:
             pass
         else:
-            return _checked(ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, ""))), "")
+            found = ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, "")))
+            return _checked(found, "", horizon)
     data, prefix = _unwrap(_decode(body, "(body)"), "")
-    context = {"site": site, "warnings": [], "horizon": horizon}
+    context = {"site": site, "warnings": []}
     try:
         event = PageEvent.model_validate(data, context=context)
     except ValidationError as exc:
         raise EventRejected.from_validation_error(exc, prefix) from None
-    return _checked(ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, prefix))), prefix)
+    found = ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, prefix)))
+    return _checked(found, prefix, horizon)
 
 
 def _without_bom(body: str | bytes) -> str | bytes:
@@ -293,10 +272,21 @@ def _without_bom(body: str | bytes) -> str | bytes:
     return body.removeprefix(b"\xef\xbb\xbf")
 
 
-def _checked(parsed: ParsedEvent, prefix: str) -> ParsedEvent:
-    """An upsert whose entry would not fit one stored item is rejected here, naming its largest part."""
-    if parsed.event.type == "upsert":
-        check_entry_size(parsed.event, entry_from_event(parsed.event), prefix)
+def _checked(parsed: ParsedEvent, prefix: str, horizon: Horizon) -> ParsedEvent:
+    """A valid event's checks against what lies outside it: no moment past ``horizon`` (a lastmod is kept on a
+    state of unknown time, occurred_at the epoch, as adoption writes for a page its sitemap dated in the future:
+    it ranks below every other event); and an upsert whose entry would not fit one stored item is rejected, naming
+    its largest part."""
+    event = parsed.event
+    problems = []
+    if horizon.passes(event.occurred_at):
+        problems.append(Problem(f"{prefix}occurred_at", horizon.reason(event.occurred_at)))
+    if event.lastmod is not None and event.occurred_at != UNKNOWN_TIME and horizon.passes(event.lastmod):
+        problems.append(Problem(f"{prefix}lastmod", horizon.reason(event.lastmod)))
+    if problems:
+        raise EventRejected(problems)
+    if event.type == "upsert":
+        check_entry_size(event, entry_from_event(event), prefix)
     return parsed
 
 
