@@ -37,8 +37,9 @@ typecheck: venv
 unit: venv
 	$(BIN)/pytest tests/unit -q
 
+# Every core, a test file to a worker (the package tests build their package once per module).
 test: lint typecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadfile
 
 # Re-lock the functions' dependencies after editing functions/requirements.in (exact versions and every wheel's
 # hash, for Python 3.11+ on any platform: Lambda's arm64 3.12 and this machine). Pins are kept unless the input
