@@ -1,3 +1,3 @@
 """sitemap-updater: event-driven, byte-stable XML sitemaps for large sites."""
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
