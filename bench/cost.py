@@ -15,7 +15,7 @@ Billing rules applied (AWS pricing pages and developer guides, as published in 2
 - DynamoDB on-demand: $0.625 per million write request units, $0.125 per million read request units (after the
   November 2024 reduction); the unit rules are in ``bench/meter.py``.
 - S3 Standard: PUT and LIST $0.005 per 1,000, GET and HEAD $0.0004 per 1,000, DELETE free; storage not counted.
-- CloudFront: no invalidations any more. Crawler fetches are counted as an assumption: ``CRAWLERS`` crawlers
+- CloudFront: the stack makes no invalidations. Crawler fetches are counted as an assumption: ``CRAWLERS`` crawlers
   each fetch the index and every file that changed, at most ``CRAWLS_PER_HOUR`` times an hour at a sustained
   rate (and each changed file once after a burst); every fetch is a cache miss (5 s lifetime), so one HTTPS
   request ($0.0100 per 10,000, North America), its bytes out ($0.085 per GB) and one S3 GET at the origin.
@@ -70,27 +70,6 @@ LATENCY_S = {
     "http:POST": 0.150,
 }
 LINES = ("Lambda", "SQS", "DynamoDB", "S3", "CloudFront", "CloudWatch")
-# The table docs/benchmarks.md showed before this model (measured 2026-11-22, with CloudFront invalidations, the
-# whole-manifest reads and item counts times an assumed item size).
-BEFORE = {
-    "1 event/s": {"Lambda": 5.71, "SQS": 5.70, "DynamoDB": 80.51, "S3": 5.40, "CloudFront": 4998.07, "total": 5095.39},
-    "50 events/s": {"Lambda": 2.16, "SQS": 1.20, "DynamoDB": 58.90, "S3": 0.69, "CloudFront": 639.96, "total": 702.91},
-}
-BEFORE_DATE = "2026-11-22"
-# The last measurement before the changes PREVIOUS_NOTE names (earlier on 2026-11-25, commit 668c02d).
-PREVIOUS = {
-    "1 event/s": {"Lambda": 3.92, "SQS": 3.43, "DynamoDB": 7.11, "S3": 10.71, "CloudFront": 1.61, "CloudWatch": 2.62,
-                  "total": 29.40},
-    "50 events/s": {"Lambda": 0.71, "SQS": 0.86, "DynamoDB": 4.16, "S3": 3.33, "CloudFront": 0.03, "CloudWatch": 0.08,
-                    "total": 9.16},
-    "burst of 1,000/s, one section": {"Lambda": 0.17, "SQS": 0.50, "DynamoDB": 3.59, "S3": 0.18, "CloudFront": 0.06,
-                                      "CloudWatch": 0.01, "total": 4.51},
-}  # fmt: skip
-PREVIOUS_DATE = "2026-11-25"
-PREVIOUS_NOTE = (
-    "earlier that day, before ingest's two conditional puts replaced its transaction, busy sections were paced and "
-    "a rebuild's snapshots went into one object"
-)
 
 
 def cpu_scale(memory_mb: int) -> float:

@@ -69,59 +69,50 @@ def findings(data: dict[str, Any]) -> list[str]:
         f"units and {rru:.1f} read units per event. Two conditional PutItems write the page state and the "
         "manifest entry at one unit each (a move adds a removal marker in the section it leaves); the batch's "
         "outbox is a put and a delete per ingest batch, and a page whose state names another batch's outbox reads "
-        "it once (a GetItem). Until 2026-11-25 one `TransactWriteItems` wrote both at two units each (4.1 in all); "
-        "on 2026-11-24 it was 9.0 write units: the transaction also bumped a section sequence (2), and each page "
-        "state entered and left a sparse `pending` index and had its flag cleared (3). Notify adds "
-        f"${notify_ddb:.2f} (one read and one write of a `sent#` item per URL).",
+        "it once (a GetItem). One `TransactWriteItems` of both would bill two units each (about 4.1 in all). "
+        f"Notify adds ${notify_ddb:.2f} (one read and one write of a `sent#` item per URL).",
         "- **Every rewritten file costs a PUT, a HEAD and a ranged GET** ($0.0058 per 1,000 files), and each "
-        "section rebuild one more PUT, of the object holding the snapshots of all the files it rendered (one PUT "
-        "a file before 2026-11-25): files rewritten per event were "
+        "section rebuild one more PUT, of the object holding the snapshots of all the files it rendered: files "
+        "rewritten per event were "
         + ", ".join(f"{v:.2f} at {k}" for k, v in puts.items())
         + f". At one event per second the rebuild function also bills {shard_s:.2f} s of 1 GB per rewritten file "
         f"(${shard['Lambda']:.2f} per million): reading, decoding and re-encoding a 10,000-page snapshot and "
         "rendering the file, and its round trips to S3 and DynamoDB (a rebuild's files are read, rendered and put "
-        "on eight threads since 2026-11-25, which the meter bills as overlapping: 0.32 s a file before).",
+        "on eight threads, which the meter bills as overlapping).",
         f"- **Index rebuilds are coalesced**: at one event per second the index ran {index_calls:.2f} times per event "
-        f"(${index_bill:.2f} per million; 1.75 times and $8.48 before 2026-11-24). Every index request sent in one "
+        f"(${index_bill:.2f} per million). Every index request sent in one "
         "half cache lifetime carries the same deduplication ID, so SQS delivers one of them, after the window: at "
         "most two index rebuilds per 5 s, whatever the number of section rebuilds and settle requests.",
-        f"- **A burst waits for the rest of itself** (since 2026-11-25): {spread['events']:,} spread changes in one "
+        f"- **A burst waits for the rest of itself**: {spread['events']:,} spread changes in one "
         f"second rewrote each file at most {max(spread_puts, default=0)} times "
-        f"({sum(spread_puts) / max(len(spread_puts), 1):.1f} on average; up to 3 times and 1.8 on 2026-11-24). A "
+        f"({sum(spread_puts) / max(len(spread_puts), 1):.1f} on average). A "
         "section's first rebuild request that names 10 or more changes, or comes from an ingest batch that recorded "
         "as many, is given back to the queue (`ChangeMessageVisibility`) until its oldest change is "
-        "`RebuildSettleSeconds` (9 s since 2026-11-25, first 5 s, then 3 s) old; the rest of the burst queues "
+        "`RebuildSettleSeconds` (9 s) old; the rest of the burst queues "
         "behind it in the section's group, and the next "
         "receive rebuilds up to ten messages (1,000 pages) at once. Nothing is billed while it waits, and a lone "
-        "change never waits. A delay on the queue did not do this (tried on 2026-11-24: SQS delays every message "
-        "alike), and Lambda offers no batching window for FIFO sources. A burst of more than ten ingest batches "
+        "change never waits. A delay on the queue does not do this (SQS delays every message alike), and Lambda "
+        "offers no batching window for FIFO sources. A burst of more than ten ingest batches "
         "per section (the one-section burst: 3,000 changes in 3 s) still takes one rebuild per ten of them. At a "
-        "sustained rate a busy section is paced (since 2026-11-25): when its latest rebuild began less than twice "
+        "sustained rate a busy section is paced: when its latest rebuild began less than twice "
         "`RebuildPaceSeconds` (15 s) ago, its next requests wait on their first receive until their oldest change "
         "is 15 s old. Over two minutes at 50 events/s this rewrote 0.20 files per event (p50 17.7 s) against 0.31 "
         "unpaced (16.2 s), 0.23 at 12 s (16.1 s), 0.17 at 18 s (18.9 s) and 0.15 at 24 s (23.3 s, over the goal); a "
-        "single 12 s window for bursts too had made the one-section burst's p50 21.6 s. `RebuildSettleSeconds=0` "
+        "single 12 s window for bursts too makes the one-section burst's p50 21.6 s. `RebuildSettleSeconds=0` "
         "turns both off.",
         f"- **Fixed costs weigh at low rates**: at one event per second the custom metrics, alarms and dashboard "
         f"are ${fixed['CloudWatch']:.2f} per million events and the event sources' idle polls ${fixed['SQS']:.2f} "
         "(about $7 a month whatever the traffic; CloudWatch's free tier of 10 metrics, 10 alarms and 3 "
         "dashboards would cover the first).",
         "",
-        'Done on 2026-11-25 (measured in the table above; "previous" is the run before them): ingest writes the '
-        "page state and the entry with two conditional PutItems instead of a transaction (4.1 write units an event "
-        "became 2.1); a section rebuild puts one object holding the snapshots of all its files instead of one per "
-        "file; a busy section is paced (`RebuildPaceSeconds`). Earlier that day: no sequence bump in ingest (2 write "
-        "units), an outbox per ingest batch instead of a `pending` index on every page state (about 2.9), index "
-        "requests deduplicated per half cache lifetime.",
-        "",
         "What would still bring each scenario down (per million events, from the counts above):",
         "",
         f"1. **No `sent#` read and write per announced URL** in notify: ${notify_ddb:.2f} at 50 events/s. The "
         "write records when IndexNow last took the URL, for its once-per-window rule and against announcing a "
-        "content twice. Built and measured on 2026-11-25 on the branch `wip/notify-announce-at` (0.013 write units "
-        "an event instead of 1.00; 50 events/s would be about $4.60): ingest keeps in the page state when the URL "
-        "may next be announced, marks and change records carry that moment, notify holds only the URLs whose "
-        "moment is to come and records each change record once. Not merged: marks sent again after a crash (an "
+        "content twice. An alternative measures 0.013 write units an event instead of 1.00 (50 events/s "
+        "would be about $4.60): ingest keeps in the page state when the URL may next be announced, marks and "
+        "change records carry that moment, notify holds only the URLs whose moment is to come and records each "
+        "change record once. It is not used: marks sent again after a crash (an "
         "ingest batch's outbox, a rebuild retried after SQS's 5-minute deduplication) can be coalesced into "
         'another record, and the URL is then announced twice, which breaks "every change is announced once" '
         "for more than the one window no HTTP client can close. What would close it: a rebuild reports a URL only "

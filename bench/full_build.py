@@ -202,9 +202,8 @@ FINDINGS = [
     "- **Shard rebuild: goals met**: 0.05 s CPU for a 10,000-URL file, 0.5-0.7 s and 218 MB for 50,000, from the "
     "file's snapshot and the changed page.",
     "- **Cold start: every handler under 400 ms** (the table above: the webhook, ingest and the bootstrap's worker "
-    "are the heaviest, with the event models, and the Powertools batch utility for ingest). 464-624 ms on "
-    "2026-11-22 on a slower run of this machine: the "
-    "figures move with the machine, about 2x between these two runs. The handlers use no Powertools Tracer (the "
+    "are the heaviest, with the event models, and the Powertools batch utility for ingest). The figures move with "
+    "the machine's load: a slower run of this machine measured 464-624 ms. The handlers use no Powertools Tracer (the "
     "X-Ray SDK's import alone cost about 240 ms; `Tracing: Active` still records each invocation), and the "
     "clients come from a plain botocore session (no boto3 or s3transfer).",
     "- **Cost**: see the incremental section: no CloudFront invalidations, reads proportional to the change, "
@@ -232,13 +231,13 @@ def _full_build_finding(rows: list[Row]) -> str:
     )
 
 
-# How the build got there, and what remains of its time (issue 19).
+# What makes the build fast, and what remains of its time.
 BUILD_NOTES = (
     "Our build uses both cores and xml-sitemap-writer one: while another process holds a core (another "
     "engineer's benchmark, a test suite), ours loses its second core and the margins go, at 50,000 pages first "
     "(where wall time is then about CPU time: 0.40 s of ours against 0.28 s of theirs). Every event is validated, "
-    "every image kept, and the output bytes are the same as before each change (digests compared). What changed "
-    "(issue 19): lines of the common shape are read by msgspec into exact-typed structs and checked by the "
+    "every image kept. What makes it fast: lines of the common shape are read by msgspec into exact-typed "
+    "structs and checked by the "
     "contract's rules in one loop, 256 KiB of lines at a time (one msgspec call each, as a JSON array with a null "
     "and a line break between lines, so no line can be read with its neighbours; any other chunk line by line), "
     "pydantic being imported only for a line the fast path leaves; the URL check and its first segment are one "

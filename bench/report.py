@@ -143,28 +143,14 @@ def section(data: dict[str, Any]) -> list[str]:
         "",
         "Every line at AWS list prices, us-east-1, without free tiers (prices, billing rules and assumptions in "
         "`bench/cost.py`). The sustained rates also carry the hourly sweep and upkeep and the event sources' idle "
-        "long polls; the burst is what its events add. Before: the table this section showed until "
-        f"{cost.BEFORE_DATE}, from item counts times an assumed item size, with CloudFront invalidations; previous: "
-        f"the measurement of {cost.PREVIOUS_DATE}, {cost.PREVIOUS_NOTE}.",
+        "long polls; the burst is what its events add.",
         "",
-        "| scenario | | Lambda | SQS | DynamoDB | S3 | CloudFront | CloudWatch | total (USD per 1M events) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| scenario | Lambda | SQS | DynamoDB | S3 | CloudFront | CloudWatch | total (USD per 1M events) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for scenario in costs:
-        before = cost.BEFORE.get(scenario["label"])
-        if before:
-            lines.append(f"| {scenario['label']} | before ({cost.BEFORE_DATE}) | "
-                         + " | ".join(_usd(before[k]) if k in before else "" for k in (*cost.LINES, "total"))
-                         + " |")  # fmt: skip
-        else:
-            lines.append(f"| {scenario['label']} | before | not measured | | | | | | |")
-        previous = cost.PREVIOUS.get(scenario["label"])
-        if previous:
-            lines.append(f"| {scenario['label']} | previous ({cost.PREVIOUS_DATE}) | "
-                         + " | ".join(_usd(previous[k]) for k in (*cost.LINES, "total")) + " |")  # fmt: skip
         bill = per_million(data, scenario)
-        lines.append(f"| {scenario['label']} | after ({data['date']}) | "
-                     + " | ".join(_usd(bill[k]) for k in (*cost.LINES, "total")) + " |")  # fmt: skip
+        lines.append(f"| {scenario['label']} | " + " | ".join(_usd(bill[k]) for k in (*cost.LINES, "total")) + " |")
     lines += [
         "",
         "By function, per million events (the counts per event); `fixed` is the sustained rates' share of the hourly "
@@ -196,7 +182,7 @@ def section(data: dict[str, Any]) -> list[str]:
 
 
 def _freshness(data: dict[str, Any]) -> list[str]:
-    """How soon each change was served, per scenario (measured since 2026-11-25)."""
+    """How soon each change was served, per scenario."""
     scenarios = [s for s in data["scenarios"] if s.get("freshness")]
     if not scenarios:
         return []

@@ -14,6 +14,7 @@ import time
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from tests.sim.world import Config, Result, Simulation
@@ -62,13 +63,14 @@ def _percentiles(totals: Totals) -> str:
     return " / ".join(f"{ordered[min(len(ordered) - 1, int(len(ordered) * q))]:,.1f}" for q in (0.5, 0.9, 0.99))
 
 
-def report(totals: Totals, first: int, wall_s: float, workers: int) -> str:
+def report(totals: Totals, first: int, wall_s: float, workers: int, day: date) -> str:
     raised, died, aws = totals.faults["raised"], totals.faults["died"], totals.faults["aws"]
     shapes = sorted(((n, w.removeprefix("shape ")) for w, n in totals.faults.items() if w.startswith("shape ")),
                     reverse=True)  # fmt: skip
     places = sorted(((n, w) for w, n in totals.faults.items() if w.startswith(("before ", "after "))), reverse=True)
     lines = [
-        f"Seeds {first}..{first + totals.sequences - 1}: **{totals.sequences:,} sequences**, "
+        f"Measured by `make soak` on {day:%Y-%m-%d}, seeds {first}..{first + totals.sequences - 1}: "
+        f"**{totals.sequences:,} sequences**, "
         f"{len(totals.failed)} with a broken invariant. {wall_s:,.0f} s on {workers} worker(s).",
         "",
         "| | total |",
@@ -115,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"seed {result.seed}: {'; '.join(result.violations[:3])}", file=sys.stderr, flush=True)
             if done % 500 == 0 or done == len(seeds):
                 print(f"{done:,}/{len(seeds):,} sequences, {len(totals.failed)} failed", file=sys.stderr)
-    text = report(totals, args.first_seed, time.perf_counter() - started, args.workers)
+    text = report(totals, args.first_seed, time.perf_counter() - started, args.workers, datetime.now(UTC).date())
     print(text)
     if args.write:
         document = args.write.read_text(encoding="utf-8")
