@@ -91,8 +91,9 @@ def run(size: int) -> dict[str, Any]:
 
 def _alarm_metrics(spec: dict[str, Any]) -> int:
     """The metrics an alarm is billed for on the default deployment: 1, or each metric a metric math alarm
-    reads (a conditional one, ``!If``, is left out: its condition is off by default)."""
-    if spec["Type"] != "AWS::CloudWatch::Alarm":
+    reads. A conditional alarm (the webhook endpoint's two) or metric (``!If``) is left out: every condition an
+    alarm or a metric of one names is an optional feature, off by default."""
+    if spec["Type"] != "AWS::CloudWatch::Alarm" or "Condition" in spec:
         return 0
     metrics = spec["Properties"].get("Metrics")
     return 1 if metrics is None else sum(1 for m in metrics if isinstance(m, dict) and "MetricStat" in m)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,7 +15,9 @@ import pytest
 from botocore.exceptions import ClientError
 from pytest_httpserver import HTTPServer
 
+from sitemap_updater.adapters.manifest import page_pk
 from sitemap_updater.adapters.storage import SitemapBucket
+from sitemap_updater.adapters.webhook_documents import DocumentUrls
 from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import reconcile as reconcile_handler
 from sitemap_updater.handlers import sweep as sweep_handler
@@ -111,9 +113,10 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
     now = [FIXED_NOW]
     secrets = session().client("secretsmanager", endpoint_url=moto_endpoint)
     secret = secrets.create_secret(Name="iam-exact-webhooks", SecretString=json.dumps({"generic": WEBHOOK_SECRET}))
-    # Index files of at most 2 sitemap files: the site gets further index files (written, then deleted)
-    # and the recent-changes feed on
+    # Index files of at most 2 sitemap files: the site gets further index files (written, then deleted),
+    # the recent-changes feed on, and a text sitemap beside each file (the section files' other name)
     parameters = {"WebhookSecretArn": secret["ARN"], "MaxFilesPerIndex": "2", "RecentChangesFeed": "20"}
+    parameters |= {"TextSitemaps": "true"}
     # and every section's first rebuild request waits for the rest of a burst (given back to the queue once), a
     # busy section's longer (the time its latest rebuild began is read)
     parameters |= {"RebuildSettleSeconds": "5", "RebuildSettlePages": "1", "RebuildPaceSeconds": "10"}
@@ -252,6 +255,46 @@ def test_a_call_outside_the_policy_is_denied_as_aws_denies_it(local_run: Any) ->
     with run.iam.acting_as("IngestFunction"), pytest.raises(ClientError) as query:
         run.pipeline.store.outboxes("z")  # only the sweep may Query for outboxes left open
     assert query.value.response["Error"]["Code"] == "AccessDeniedException"
+
+
+def test_each_function_is_denied_what_its_grant_once_covered_beside_what_it_needs(local_run: Any) -> None:
+    run: LocalRun = local_run()
+    bucket = run.pipeline.bucket
+    assert isinstance(bucket, SitemapBucket)
+    # The shard rebuild and the bootstrap write the section files and their text twins
+    for role in ("RebuildShardFunction", "BootstrapFunction"):
+        with run.iam.acting_as(role):
+            assert bucket.put_if_absent(f"sitemap-{role.lower()}-00000000.xml.gz", b"file")
+            assert bucket.put_if_absent(f"sitemap-{role.lower()}-00000000.txt", b"urls")
+            # but neither an index file (sitemap-*, as the grant was, covered the further ones) nor the feed
+            for name in ("sitemap-index-1.xml", "sitemap.xml", "sitemap-changes.atom"):
+                with pytest.raises(ClientError) as denied:
+                    bucket.put_if_absent(name, b"<sitemapindex/>")
+                assert denied.value.response["Error"]["Code"] == "AccessDenied", (role, name)
+    assert "sitemap-index-1.xml" not in run.published()
+    # The webhook function reads and writes the URLs its CMS documents had
+    table = run.stack.physical["ManifestTable"]
+    dynamodb = run.iam.attach(session().client("dynamodb", endpoint_url=run.endpoint_url))
+    documents = DocumentUrls(dynamodb, table)
+    page = {"pk": {"S": page_pk(f"{BASE}/about")}, "sk": {"S": "state"}}
+    with run.iam.acting_as("WebhookFunction"):
+        assert documents.remember("contentful", "entry-1", [f"{BASE}/blog/hello"], "00000001")
+        assert documents.recall("contentful", "entry-1") == [f"{BASE}/blog/hello"]
+        # and no other item of the table: a page state, the import hold, a section's entries
+        calls: list[Callable[[], Any]] = [
+            lambda: dynamodb.get_item(TableName=table, Key=page),
+            lambda: dynamodb.put_item(TableName=table, Item={"pk": {"S": "import"}, "sk": {"S": "import"}}),
+            lambda: dynamodb.put_item(TableName=table, Item={"pk": {"S": "sec#blog"}, "sk": {"S": "x"}}),
+        ]
+        for call in calls:
+            with pytest.raises(ClientError) as refused:
+                call()
+            assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert [d.split(" (")[-1] for d in run.stack.policies["WebhookFunction"].denied] == [
+        f"leading keys {page_pk(f'{BASE}/about')})",
+        "leading keys import)",
+        "leading keys sec#blog)",
+    ]
 
 
 def test_s3_answers_403_for_a_missing_key_without_list_bucket(local_run: Any) -> None:

@@ -356,3 +356,47 @@ def test_every_function_of_the_stack_has_its_errors_alarmed(webhooks: str) -> No
     functions = set(built.of_type("AWS::Lambda::Function"))
     assert ("WebhookFunction" in functions) == bool(webhooks) and len(functions) >= 8
     assert {name for name in functions if f"<{name}>" not in counted} == set()
+
+
+def _billed_alarm_metrics(built: Stack) -> int:
+    """What CloudWatch bills alarms by: one metric a plain alarm, each metric a metric math alarm reads."""
+    return sum(
+        sum(1 for m in p["Metrics"] if "MetricStat" in m) if "Metrics" in p else 1
+        for p in alarms(built.resources).values()
+    )
+
+
+def test_the_idle_cost_counts_the_alarm_metrics_each_deployment_is_billed_for() -> None:
+    from bench.incremental import _alarm_metrics
+    from sitemap_updater.local.stack import load_template
+
+    defaults = _billed_alarm_metrics(stack({"SiteUrl": "https://www.example.com"}))
+    hooks = {"WebhookSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:hooks-AbCdEf"}
+    endpoint = _billed_alarm_metrics(stack({"SiteUrl": "https://www.example.com", **hooks})) - defaults
+    # bench/cost.py prices what bench/incremental.py counts: the default deployment's
+    template = load_template(ROOT / "template.yaml")
+    assert sum(_alarm_metrics(spec) for spec in template["Resources"].values()) == defaults
+    # and docs/operations.md says the same, with what the webhook endpoint adds
+    rows = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split("## What an idle stack costs", 1)[1]
+    alarm_row = next(line for line in rows.splitlines() if line.startswith("| CloudWatch alarms"))
+    webhook_row = next(line for line in rows.splitlines() if line.startswith("| with `WebhookSecretArn`: the endpoint"))
+    assert f": {defaults} alarm metrics |" in alarm_row and f"${defaults * 0.10:.2f} |" in alarm_row
+    assert f": {endpoint} alarm metrics;" in webhook_row and f"+ ${endpoint * 0.10:.2f} |" in webhook_row
+
+
+def test_every_alarm_says_in_the_operations_guide_what_it_means_and_what_to_do() -> None:
+    guide = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split("## Alarms", 1)[1].split("\n## ", 1)[0]
+    described = set(re.findall(r"^### (\w+Alarm):", guide, re.MULTILINE)) | set(
+        re.findall(r"\*\*`(\w+Alarm)`\*\*", guide)
+    )
+    assert set(alarms(transformed()["Resources"])) - described == set()
+
+
+@pytest.mark.parametrize("webhooks", ["", "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhooks-AbCdEf"])
+def test_every_function_logs_to_a_group_of_the_stack_with_its_retention(webhooks: str) -> None:
+    """A group Lambda creates itself keeps every line forever: a flood's lines too."""
+    built = stack({"SiteUrl": "https://www.example.com", "WebhookSecretArn": webhooks, "LogRetentionDays": "14"})
+    groups = {g["LogGroupName"]: g.get("RetentionInDays") for g in built.of_type("AWS::Logs::LogGroup").values()}
+    functions = set(built.of_type("AWS::Lambda::Function"))
+    assert ("WebhookFunction" in functions) == bool(webhooks)
+    assert {f"/aws/lambda/<{name}>": "14" for name in functions}.items() <= groups.items()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from sitemap_updater.core.sharding import section_slug
 
-STATE_PREFIX = "_state/"  # the bucket policy lets CloudFront read sitemap* and *.txt only
+STATE_PREFIX = "_state/"  # the bucket policy lets CloudFront read sitemap* and the IndexNow key only
 MAX_SNAPSHOT_ID = 200
 # Written at every rewrite of their file and read once by the next: deflate level 1 takes half the time of
 # level 6 for about 1.4 times the bytes (which S3 does not bill per request).

@@ -36,26 +36,42 @@ def request_from_event(event: LambdaFunctionUrlEvent) -> WebhookRequest:
     )
 
 
+LOGGED_TEXT_CHARS = 300  # a logged reason or id: a refusal may quote a header, and the sender chooses its length
+
+
 @logger.inject_lambda_context
-@metrics.log_metrics
 @event_source(data_class=LambdaFunctionUrlEvent)
 def handler(event: LambdaFunctionUrlEvent, context: LambdaContext) -> dict[str, Any]:
     request = request_from_event(event)
     reply = current_receiver().receive(request)
-    # The body is never logged (it may hold drafts): its size and digest identify it.
-    details = {**reply.log, "status": reply.status, "sha256": hashlib.sha256(request.body).hexdigest()[:16]}
+    outcome = "Accepted" if reply.status < 300 else "Failed" if reply.status >= 500 else "Refused"
+    metrics.add_metric(name=f"Webhooks{outcome}", unit=MetricUnit.Count, value=1)
+    if reply.status == 202:
+        metrics.add_metric(name="WebhookEventsQueued", unit=MetricUnit.Count, value=int(reply.body["accepted"]))
+    # One line a request, of bounded size: the line saying what happened also carries the request's metrics
+    # (CloudWatch reads the embedded metric format's "_aws" block in any JSON log line), where log_metrics would
+    # print them on a second line; so a flood of refused requests writes one line each. The body is never logged
+    # (it may hold drafts): its size and digest identify it.
+    try:
+        emf = metrics.serialize_metric_set()
+    finally:
+        metrics.clear_metrics()
+    details = {k: _bounded(v) for k, v in {"reason": reply.body.get("error"), **reply.log}.items() if v is not None}
+    details |= {"status": reply.status, "sha256": hashlib.sha256(request.body).hexdigest()[:16], **emf}
     if reply.status >= 500:
         logger.error("webhook not queued", extra=details)
     elif reply.status >= 400:
         logger.warning("webhook refused", extra=details)
     else:
         logger.info("webhook accepted", extra=details)
-    outcome = "Accepted" if reply.status < 300 else "Failed" if reply.status >= 500 else "Refused"
-    metrics.add_metric(name=f"Webhooks{outcome}", unit=MetricUnit.Count, value=1)
-    if reply.status == 202:
-        metrics.add_metric(name="WebhookEventsQueued", unit=MetricUnit.Count, value=int(reply.body["accepted"]))
     return {
         "statusCode": reply.status,
         "headers": {"content-type": "application/json"},
         "body": json.dumps(reply.body),
     }
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > LOGGED_TEXT_CHARS:
+        return f"{value[:LOGGED_TEXT_CHARS]}... ({len(value):,} characters)"
+    return value

@@ -2,7 +2,8 @@
 
 The template stays the one source: the statements of every function's ``Policies`` are resolved against the
 local stack's physical names and ARNs, and a botocore hook in front of every call of a function's clients
-allows or denies it as IAM would (Allow statements, action and resource wildcards). A denied call answers what
+allows or denies it as IAM would (Allow statements, action and resource wildcards, and the condition operators
+the template uses, over ``dynamodb:LeadingKeys``: the partition keys a call touches). A denied call answers what
 AWS answers (403 ``AccessDenied``), and so does S3 for a missing key when the function may not list the bucket:
 HeadObject and GetObject say 403, not 404, without ``s3:ListBucket``.
 
@@ -13,7 +14,7 @@ function uses, so that a missing or an extra permission shows up in the tests.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -42,14 +43,54 @@ class PolicyError(ValueError):
     """A function's policy in the template is not something this evaluator can check."""
 
 
+# The request's condition keys: name (lower case, as IAM compares them) -> its values; a key a call does not
+# have is absent.
+Context = Mapping[str, Sequence[str]]
+LEADING_KEYS = "dynamodb:leadingkeys"
+_OPERATORS = {"StringEquals", "StringLike", "Null"}
+_SETS = {"ForAllValues", "ForAnyValue"}
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One condition of a statement: ``operator`` (``StringLike``, ``ForAllValues:StringLike``, ``Null``, ...) on
+    ``key`` with the policy's ``values`` (any of which may match)."""
+
+    operator: str
+    key: str
+    values: tuple[str, ...]
+
+    def holds(self, context: Context) -> bool:
+        """As IAM evaluates it: a single-valued operator is false without the key; ``ForAllValues`` is true when
+        every value of the key matches (so also without the key, which is why a policy pairs it with ``Null``);
+        ``ForAnyValue`` when one does; ``Null`` ``"true"`` when the key is absent, ``"false"`` when present."""
+        found = context.get(self.key.lower())
+        qualifier, _, operator = self.operator.rpartition(":")
+        if operator == "Null":
+            return (not found) == (self.values == ("true",))
+        like = operator == "StringLike"
+
+        def one(value: str) -> bool:
+            return any(matches(v, value, case=True) if like else v == value for v in self.values)
+
+        if qualifier == "ForAllValues":
+            return all(one(value) for value in found or ())
+        if qualifier == "ForAnyValue":
+            return any(one(value) for value in found or ())
+        return found is not None and len(found) == 1 and one(found[0])
+
+
 @dataclass(frozen=True, slots=True)
 class Statement:
     actions: tuple[str, ...]
     resources: tuple[str, ...]
+    conditions: tuple[Condition, ...] = ()
 
-    def allows(self, action: str, resource: str) -> bool:
-        return any(matches(p, action, case=False) for p in self.actions) and any(
-            matches(p, resource, case=True) for p in self.resources
+    def allows(self, action: str, resource: str, context: Context | None = None) -> bool:
+        return (
+            any(matches(p, action, case=False) for p in self.actions)
+            and any(matches(p, resource, case=True) for p in self.resources)
+            and all(c.holds(context or {}) for c in self.conditions)
         )
 
 
@@ -61,12 +102,16 @@ class Policy:
     statements: list[Statement]
     used: set[tuple[str, str]] = field(default_factory=set)  # (action, resource) allowed
     denied: list[str] = field(default_factory=list)
+    hash_keys: dict[str, str] = field(default_factory=dict)  # table name -> its partition key's attribute
 
-    def allows(self, action: str, resource: str) -> bool:
-        if any(s.allows(action, resource) for s in self.statements):
+    def allows(self, action: str, resource: str, context: Context | None = None) -> bool:
+        if any(s.allows(action, resource, context) for s in self.statements):
             self.used.add((action, resource))
             return True
-        self.denied.append(f"{self.function}: {action} on {resource}")
+        keys = (
+            f" (leading keys {', '.join(sorted(context[LEADING_KEYS]))})" if context and LEADING_KEYS in context else ""
+        )
+        self.denied.append(f"{self.function}: {action} on {resource}{keys}")
         return False
 
     def granted(self) -> list[tuple[str, str]]:
@@ -113,8 +158,8 @@ class Enforcer:
         if policy is None:
             return None
         service = model.service_model.endpoint_prefix
-        for action, resource in requests(service, model.name, context.get(_PARAMS, {})):
-            if not policy.allows(action, resource):
+        for action, resource, keys in requests(service, model.name, context.get(_PARAMS, {}), policy.hash_keys):
+            if not policy.allows(action, resource, keys):
                 message = f"User: {policy.function} is not authorized to perform: {action} on resource: {resource}"
                 return _denied(service, model.name, message)
         return None
@@ -150,35 +195,78 @@ def _denied(service: str, operation: str, message: str) -> tuple[AWSResponse, di
     return AWSResponse("", 403, HTTPHeaders(), None), parsed
 
 
-def requests(service: str, operation: str, params: dict[str, Any]) -> list[tuple[str, str]]:
-    """The (IAM action, resource ARN) pairs one API call needs."""
+def requests(
+    service: str, operation: str, params: dict[str, Any], hash_keys: Mapping[str, str] | None = None
+) -> list[tuple[str, str, dict[str, list[str]]]]:
+    """The (IAM action, resource ARN, condition keys) each authorisation of one API call needs. ``hash_keys``
+    (table name -> partition key attribute) gives DynamoDB's ``dynamodb:LeadingKeys``."""
     region = "us-east-1"
     if service == "dynamodb":
         table = f"arn:{PARTITION}:dynamodb:{region}:{ACCOUNT}:table/"
-        if operation == "TransactWriteItems":
+        hashes = hash_keys or {}
+        if operation == "TransactWriteItems":  # each item is authorised on its own
             return [
-                (f"dynamodb:{_TRANSACT[kind]}", table + op["TableName"])
+                (f"dynamodb:{_TRANSACT[kind]}", table + op["TableName"],
+                 _leading([op.get("Item") or op.get("Key") or {}], hashes.get(op["TableName"])))
                 for item in params.get("TransactItems", [])
                 for kind, op in item.items()
-            ]
+            ]  # fmt: skip
         if operation in ("BatchWriteItem", "BatchGetItem"):
-            return [(f"dynamodb:{operation}", table + name) for name in params.get("RequestItems", {})]
+            return [
+                (f"dynamodb:{operation}", table + name, _leading(_batch_items(request), hashes.get(name)))
+                for name, request in params.get("RequestItems", {}).items()
+            ]
+        name = str(params.get("TableName", ""))
         index = f"/index/{params['IndexName']}" if params.get("IndexName") else ""
-        return [(f"dynamodb:{operation}", table + str(params.get("TableName", "")) + index)]
+        attribute = hashes.get(name)
+        keys = [] if operation == "Scan" else [params.get("Item") or params.get("Key") or {}]
+        if operation == "Query":
+            keys = [_queried_key(params, attribute or "")]
+        return [(f"dynamodb:{operation}", table + name + index, _leading(keys, attribute))]
     action = _ACTIONS.get((service, operation), f"{service}:{operation}")
     if service == "s3":
         bucket = f"arn:{PARTITION}:s3:::{params.get('Bucket', '')}"
-        return [(action, bucket if "Key" not in params else f"{bucket}/{params['Key']}")]
+        return [(action, bucket if "Key" not in params else f"{bucket}/{params['Key']}", {})]
     if service == "sqs":
         path = urlsplit(str(params.get("QueueUrl", ""))).path.strip("/").split("/")
-        account, name = (path[0], path[-1]) if len(path) >= 2 else (ACCOUNT, path[-1])
-        return [(action, f"arn:{PARTITION}:sqs:{region}:{account}:{name}")]
+        account, queue = (path[0], path[-1]) if len(path) >= 2 else (ACCOUNT, path[-1])
+        return [(action, f"arn:{PARTITION}:sqs:{region}:{account}:{queue}", {})]
     if service == "cloudfront":
         distribution = params.get("DistributionId", params.get("Id", ""))
-        return [(action, f"arn:{PARTITION}:cloudfront::{ACCOUNT}:distribution/{distribution}")]
+        return [(action, f"arn:{PARTITION}:cloudfront::{ACCOUNT}:distribution/{distribution}", {})]
     if service == "secretsmanager":
-        return [(action, str(params.get("SecretId", "")))]
-    return [(action, "*")]
+        return [(action, str(params.get("SecretId", "")), {})]
+    return [(action, "*", {})]
+
+
+def _batch_items(request: Any) -> list[dict[str, Any]]:
+    """The keys or items a BatchGetItem or BatchWriteItem names for one table."""
+    if isinstance(request, dict):  # BatchGetItem: {"Keys": [...]}
+        return list(request.get("Keys", []))
+    return [r.get("PutRequest", {}).get("Item") or r.get("DeleteRequest", {}).get("Key") or {} for r in request]
+
+
+def _queried_key(params: dict[str, Any], attribute: str) -> dict[str, Any]:
+    """The partition key a Query names (``<attribute> = :value`` in its key condition), as an item's key."""
+    names = {alias: real for alias, real in params.get("ExpressionAttributeNames", {}).items() if real == attribute}
+    wanted = {attribute, *names}
+    for name, placeholder in re.findall(
+        r"(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)", params.get("KeyConditionExpression", "")
+    ):
+        if name in wanted:
+            return {attribute: params.get("ExpressionAttributeValues", {}).get(placeholder, {})}
+    return {}
+
+
+def _leading(items: Iterable[dict[str, Any]], attribute: str | None) -> dict[str, list[str]]:
+    """``dynamodb:LeadingKeys`` of the items a call names: their partition key (``attribute``) values; absent when
+    it names none (a Scan) or the table's key is unknown."""
+    values = sorted({_scalar(item[attribute]) for item in items if attribute and attribute in item})
+    return {LEADING_KEYS: values} if values else {}
+
+
+def _scalar(value: Any) -> str:
+    return str(next(iter(value.values()))) if isinstance(value, dict) and value else str(value)
 
 
 def matches(pattern: str, value: str, case: bool) -> bool:
@@ -263,6 +351,12 @@ def _condition(name: str, names: Names) -> bool:
 
 def function_policies(template: dict[str, Any], names: Names) -> dict[str, Policy]:
     """Every function's policy, by logical ID."""
+    hash_keys = {
+        str(names.physical.get(logical, logical)): next(k["AttributeName"] for k in spec["Properties"]["KeySchema"]
+                                                        if k["KeyType"] == "HASH")
+        for logical, spec in template["Resources"].items()
+        if spec["Type"] == "AWS::DynamoDB::Table"
+    }  # fmt: skip
     policies: dict[str, Policy] = {}
     for logical, spec in template["Resources"].items():
         if spec["Type"] != "AWS::Serverless::Function":
@@ -272,7 +366,7 @@ def function_policies(template: dict[str, Any], names: Names) -> dict[str, Polic
             if not isinstance(entry, dict) or set(entry) != {"Statement"}:
                 raise PolicyError(f"{logical}: only inline Statement policies are checked, not {entry!r}")
             statements += [_statement(logical, s) for s in entry["Statement"]]
-        policies[logical] = Policy(logical, statements)
+        policies[logical] = Policy(logical, statements, hash_keys=hash_keys)
     return policies
 
 
@@ -280,10 +374,27 @@ def _statement(logical: str, raw: dict[str, Any]) -> Statement:
     if (
         raw.get("Effect") != "Allow"
         or not {"Action", "Resource"} <= set(raw)
-        or set(raw) - {"Effect", "Action", "Resource", "Sid"}
+        or set(raw) - {"Effect", "Action", "Resource", "Sid", "Condition"}
     ):
         raise PolicyError(f"{logical}: only Allow statements with Action and Resource are checked: {raw!r}")
-    return Statement(tuple(_strings(raw["Action"])), tuple(_strings(raw["Resource"])))
+    conditions = tuple(
+        _condition_of(logical, operator, key, values)
+        for operator, keys in raw.get("Condition", {}).items()
+        for key, values in keys.items()
+    )
+    return Statement(tuple(_strings(raw["Action"])), tuple(_strings(raw["Resource"])), conditions)
+
+
+def _condition_of(logical: str, operator: str, key: str, values: Any) -> Condition:
+    qualifier, _, name = operator.rpartition(":")
+    if name not in _OPERATORS or (qualifier and (qualifier not in _SETS or name == "Null")):
+        raise PolicyError(f"{logical}: condition operator {operator} is not one this evaluator checks")
+    given = tuple(str(v) for v in (values if isinstance(values, list) else [values]))
+    if name == "Null":
+        given = tuple(v.lower() for v in given)
+        if given not in (("true",), ("false",)):
+            raise PolicyError(f"{logical}: Null takes true or false, not {values!r}")
+    return Condition(operator, key, given)
 
 
 def _strings(value: Any) -> Iterable[str]:
