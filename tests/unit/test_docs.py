@@ -22,7 +22,7 @@ _CODE = re.compile(r"`[^`]*`")
 # A date alone (a date-time is a value: an event's field, a rule's bound)
 _DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d(?:-[0-3]\d)?\b(?![-T\d])")
 # A date on a line that says what was measured or looked up when is a measurement's date, which stays.
-_MEASUREMENT = re.compile(r"(?i)\b(measured|looked up|prices? of|run of|soak of)\b")
+_MEASUREMENT = re.compile(r"(?i)\b(measured (by|on|with)|looked up on|the run of)\b")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
