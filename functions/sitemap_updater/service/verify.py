@@ -11,11 +11,11 @@ rule; ``notes`` are worth knowing and break none.
 
 from __future__ import annotations
 
-import zlib
+import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,33 +23,25 @@ from lxml import etree
 
 from sitemap_updater.core.event_rules import parse_w3c
 from sitemap_updater.core.sharding import INDEX_NAME, MAX_BYTES_PER_FILE, MAX_FILES_PER_INDEX, MAX_URLS_PER_FILE
-from sitemap_updater.core.urls import Site, UrlError, canonical_page_url
-from sitemap_updater.ports import Fetch, Fetched
+from sitemap_updater.core.urls import Site, canonical_page_url
+from sitemap_updater.ports import Fetch, Fetched, Unreachable
+from sitemap_updater.service.verify_files import FileCheck as FileCheck  # the report's files, for the CLI
+from sitemap_updater.service.verify_files import check_headers
+from sitemap_updater.service.verify_files import decoded as decoded_body
+from sitemap_updater.service.verify_schemas import Schemas
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 CLOCK_SKEW_S = 300  # a lastmod this far ahead of now is still taken as the present (clocks differ)
 _XML_TYPES = ("application/xml", "text/xml")
-_GZIP_TYPES = ("application/gzip", "application/x-gzip")
 _TEXT_TYPES = ("text/plain",)
 
 
-@dataclass(slots=True)
-class FileCheck:
-    """One file as read: what it answered, what it holds, and what is wrong with it."""
+@dataclass(frozen=True, slots=True)
+class TimeLimits:
+    """How long one file may take, from connecting to its last byte (its redirects included), and the whole check."""
 
-    url: str
-    kind: str  # robots.txt, index, sitemap (XML), text sitemap
-    status: int | None = None
-    content_type: str = ""
-    content_encoding: str = ""
-    cache_control: str = ""
-    bytes: int = 0  # uncompressed
-    entries: int = 0  # URLs of a sitemap, sitemaps of an index
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    file_s: float = 60.0
+    total_s: float = 900.0
 
 
 @dataclass(slots=True)
@@ -59,6 +51,7 @@ class Verification:
     location: str
     files: list[FileCheck] = field(default_factory=list)
     pages: int = 0
+    unfinished: str = ""  # why the check could not be completed: no connection at all, or the time limit ran out
 
     @property
     def problems(self) -> list[str]:
@@ -75,23 +68,8 @@ class Verification:
             "files": [f.as_dict() for f in self.files],
             "problems": self.problems,
             "notes": self.notes,
+            "unfinished": self.unfinished,
         }
-
-
-@dataclass(frozen=True, slots=True)
-class Schemas:
-    """The official schemas (a folder holding ``all-urlset.xsd`` and ``siteindex.xsd``), when given."""
-
-    urlset: etree.XMLSchema
-    index: etree.XMLSchema
-
-    @classmethod
-    def load(cls, folder: Path) -> Schemas:
-        return cls(_schema(folder / "all-urlset.xsd"), _schema(folder / "siteindex.xsd"))
-
-
-def _schema(path: Path) -> etree.XMLSchema:
-    return etree.XMLSchema(etree.parse(str(path)))
 
 
 def verify(
@@ -101,26 +79,40 @@ def verify(
     now: datetime | None = None,
     schemas: Schemas | None = None,
     progress: Callable[[Verification], None] | None = None,
+    limits: TimeLimits = TimeLimits(),
+    clock: Callable[[], float] = time.monotonic,
 ) -> Verification:
     """Read the site at ``location`` (its root: robots.txt first; or an index or sitemap URL) and check it. The
     pages and sitemaps must be on ``site``; when ``location`` is on another origin (a staging host, the bucket's
-    own endpoint), the site's URLs are read from there."""
+    own endpoint), the site's URLs are read from there. Whatever a server answers is a finding; the check stops
+    early (``unfinished`` says why) only when no connection could be made at all or ``limits.total_s`` ran out."""
     parts = urlsplit(location)
     origin = f"{parts.scheme}://{parts.netloc}"
-    run = _Run(site, fetch, now or datetime.now(UTC), schemas, Verification(location), origin)
+    result = Verification(location)
+    run = _Run(site, fetch, now or datetime.now(UTC), schemas, result, origin, limits, clock, clock() + limits.total_s)
     root = parts.path in ("", "/")
     starts = run.robots(f"{origin}/robots.txt") if root else [location]
     seen: set[str] = set()
-    queue: list[tuple[str, int | None]] = [(url, None) for url in starts]
-    while queue:
-        url, claimed = queue.pop(0)
+    queue: deque[tuple[str, int | None, str | None]] = deque((url, None, None) for url in starts)
+    while queue and not result.unfinished:
+        url, claimed, parent = queue.popleft()
         if url in seen:
             continue
+        if clock() >= run.end:
+            queue.appendleft((url, claimed, parent))  # not read either
+            run.out_of_time()
+            break
         seen.add(url)
-        queue += run.file(url, claimed)
+        queue += run.file(url, claimed, parent)
         if progress is not None:
-            progress(run.result)
-    return run.result
+            progress(result)
+    if result.unfinished:
+        unread = len({url for url, _, _ in queue} - seen)
+        result.unfinished += f": {unread:,} more files named were not read" if unread else ""
+    elif not run.answered:
+        result.unfinished = f"no connection could be made to {origin}"
+    run.index_loops()
+    return result
 
 
 @dataclass(slots=True)
@@ -131,15 +123,24 @@ class _Run:
     schemas: Schemas | None
     result: Verification
     origin: str  # where the site's files are read from (its base URL, unless told otherwise)
+    limits: TimeLimits
+    clock: Callable[[], float]
+    end: float  # when the whole check must stop, on ``clock``
+    answered: bool = False  # whether any server answered at all (a connection was made)
     listed: dict[str, str] = field(default_factory=dict)  # page URL -> the file that lists it first
+    checks: dict[str, FileCheck] = field(default_factory=dict)  # each file read, by the URL it was read from
+    named: list[tuple[str, str, str]] = field(default_factory=list)  # (index, file it names, as written), read URLs
 
     def _read_from(self, url: str) -> str:
         """Where a URL of the site is read: on the origin given, when it is not the site's own."""
         base = self.site.base_url
         return self.origin + url[len(base) :] if url.startswith(base + "/") and self.origin != base else url
 
+    def out_of_time(self) -> None:
+        self.result.unfinished = f"the time limit of {self.limits.total_s:g} s for the whole check ran out"
+
     def robots(self, url: str) -> list[str]:
-        """The index files robots.txt names; sitemap.xml when it names none (reported)."""
+        """The index files robots.txt names on the site; sitemap.xml when it names none there (reported)."""
         check = FileCheck(url, "robots.txt")
         self.result.files.append(check)
         index_url = f"{self.site.base_url}/{INDEX_NAME}"
@@ -159,18 +160,57 @@ class _Run:
         on_site = [u for u in named if self._on_site(u)]
         for other in sorted(set(named) - set(on_site)):
             check.notes.append(f"names {other}, on another host than the site's: not read")
-        return [self._read_from(u) for u in on_site]
+        if not on_site:
+            check.problems.append(
+                f"names no sitemap on the site's host, so none could be checked: add 'Sitemap: {index_url}' "
+                f"(read instead)"
+            )
+            return fallback
+        return [target for u in on_site if (target := self._sitemap_url(check, u)) is not None] or fallback
 
     def _on_site(self, url: str) -> bool:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:  # an IPv6 literal left open
+            return False
         return parts.scheme == self.site.scheme and parts.netloc.lower() == self.site.netloc
+
+    def _sitemap_url(self, check: FileCheck, loc: str) -> str | None:
+        """Where the sitemap ``loc`` (as robots.txt or an index wrote it) is read from, in its canonical form;
+        None when it is not one of the site's URLs (reported)."""
+        if not self._on_site(loc):
+            check.problems.append(f"names {loc or '(empty loc)'}, not on the site ({self.site.base_url})")
+            return None
+        try:
+            canonical = canonical_page_url(loc, self.site)
+        except ValueError as exc:  # UrlError, and urlsplit's own
+            check.problems.append(f"{loc}: {exc}")
+            return None
+        if canonical != loc:
+            check.problems.append(f"{loc}: not in its canonical form {canonical} (read there)")
+        return self._read_from(canonical)
 
     def _get(self, check: FileCheck) -> Fetched | None:
         try:
-            fetched = self.fetch(check.url)
-        except OSError as exc:
-            check.problems.append(f"cannot be read: {type(exc).__name__}: {exc}")
+            fetched = self.fetch(check.url, max(0.0, min(self.limits.file_s, self.end - self.clock())))
+        except Unreachable as exc:
+            check.problems.append(f"cannot be read: no connection: {exc}")
             return None
+        except TimeoutError:
+            self.answered = True
+            if self.clock() >= self.end:
+                check.notes.append("not read to its end: the time limit for the whole check ran out")
+                self.out_of_time()
+            else:
+                check.problems.append(
+                    f"no whole answer within {self.limits.file_s:g} s: a crawler gives up on a server this slow"
+                )
+            return None
+        except OSError as exc:  # an answer that is not HTTP as a client reads it
+            self.answered = True
+            check.problems.append(f"cannot be read: {exc or type(exc).__name__}")
+            return None
+        self.answered = True
         check.status = fetched.status
         check.content_type = fetched.headers.get("content-type", "")
         check.content_encoding = fetched.headers.get("content-encoding", "")
@@ -189,22 +229,25 @@ class _Run:
             return None
         return fetched
 
-    def file(self, url: str, claimed_us: int | None) -> list[tuple[str, int | None]]:
-        """Check one index or sitemap; the sitemaps an index names, with the lastmod it claims for each."""
+    def file(self, url: str, claimed_us: int | None, parent: str | None) -> list[tuple[str, int | None, str | None]]:
+        """Check one index or sitemap; the sitemaps an index names, each with the lastmod it claims and the index
+        (none for an index named by an index: crawlers read no further, and neither does this)."""
         check = FileCheck(url, "sitemap")
         self.result.files.append(check)
+        self.checks[url] = check
         fetched = self._get(check)
         if fetched is None:
             return []
-        data = self._decoded(check, fetched)
-        if data is None:
+        decoded = decoded_body(check, fetched.body)
+        if decoded is None:
             return []
+        data, gzipped = decoded
         check.bytes = len(data)
         if len(data) > MAX_BYTES_PER_FILE:
             check.problems.append(f"{len(data):,} bytes uncompressed: over the limit of {MAX_BYTES_PER_FILE:,}")
         if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
             check.kind = "text sitemap"
-            self._headers(check, url, _TEXT_TYPES)
+            check_headers(check, _TEXT_TYPES, gzipped)
             self._text(check, data)
             return []
         try:
@@ -216,7 +259,7 @@ class _Run:
         if root.namespace != NS or root.localname not in ("urlset", "sitemapindex"):
             check.problems.append(f"root element {doc.tag}: not a sitemap (expected {{{NS}}}urlset or sitemapindex)")
             return []
-        self._headers(check, url, _XML_TYPES)
+        check_headers(check, _XML_TYPES, gzipped)
         if self.schemas is not None:
             schema = self.schemas.urlset if root.localname == "urlset" else self.schemas.index
             if not schema.validate(doc):
@@ -224,7 +267,8 @@ class _Run:
                 check.problems += [f"line {e.line}: {e.message} (schema)" for e in errors[:20]]
         if root.localname == "sitemapindex":
             check.kind = "index"
-            return self._index(check, doc)
+            children = self._index(check, doc)
+            return [(child, lastmod, url) for child, lastmod in children] if parent is None else []
         newest = self._urlset(check, doc)
         if claimed_us is not None and claimed_us < newest:  # later is fine: a page of it was deleted since
             check.problems.append(
@@ -232,52 +276,43 @@ class _Run:
             )
         return []
 
-    def _headers(self, check: FileCheck, url: str, types: tuple[str, ...]) -> None:
-        media = check.content_type.partition(";")[0].strip().lower()
-        gzip_file = urlsplit(url).path.endswith(".gz")
-        if (gzip_file and media in _GZIP_TYPES + types) or (not gzip_file and media in types):
-            pass
-        elif media in ("", "application/octet-stream", "binary/octet-stream"):
-            check.notes.append(f"Content-Type {media or '(none)'}: crawlers sniff the file, a specific type is safer")
-        else:
-            check.problems.append(f"Content-Type {check.content_type}: not a sitemap's")
-        if check.content_encoding.lower() == "gzip" and gzip_file:
-            check.notes.append("a .gz file sent with Content-Encoding gzip: some clients unpack it once only")
-        if not check.cache_control:
-            check.notes.append("no Cache-Control: CDNs and crawlers may keep it as long as they like")
-
-    def _decoded(self, check: FileCheck, fetched: Fetched) -> bytes | None:
-        data = fetched.body
-        for _ in range(2):  # Content-Encoding gzip, then a .gz file
-            if data[:2] != b"\x1f\x8b":
-                break
-            inflate = zlib.decompressobj(wbits=31)
-            try:
-                out = inflate.decompress(data, MAX_BYTES_PER_FILE + 1)
-            except zlib.error as exc:
-                check.problems.append(f"not valid gzip: {exc}")
-                return None
-            if len(out) > MAX_BYTES_PER_FILE or inflate.unconsumed_tail:
-                check.problems.append(f"more than {MAX_BYTES_PER_FILE:,} bytes uncompressed: over the limit")
-                return None
-            data = out
-        return data
-
     def _index(self, check: FileCheck, doc: Any) -> list[tuple[str, int | None]]:
         children: list[tuple[str, int | None]] = []
+        names: set[str] = set()
         for entry in doc.iterfind(f"{{{NS}}}sitemap"):
             loc = (entry.findtext(f"{{{NS}}}loc") or "").strip()
             lastmod = self._lastmod(check, entry.findtext(f"{{{NS}}}lastmod"), loc)
-            if not self._on_site(loc):
-                check.problems.append(f"names {loc or '(empty loc)'}, not on the site ({self.site.base_url})")
+            target = self._sitemap_url(check, loc)
+            if target is None:
                 continue
-            children.append((self._read_from(loc), lastmod))
+            if target in names:
+                check.problems.append(f"{loc}: named twice")
+                continue
+            names.add(target)
+            self.named.append((check.url, target, loc))
+            children.append((target, lastmod))
         check.entries = len(children)
         if check.entries > MAX_FILES_PER_INDEX:
             check.problems.append(f"names {check.entries:,} sitemaps: over the limit of {MAX_FILES_PER_INDEX:,}")
         if not children:
             check.problems.append("names no sitemap")
         return children
+
+    def index_loops(self) -> None:
+        """Each index that names an index: itself, one naming it back (a loop), or any other (sitemaps.org: an
+        index names sitemaps only; crawlers read no further)."""
+        pairs = {(index, named) for index, named, _ in self.named}
+        for index, named, loc in self.named:
+            target = self.checks.get(named)
+            if target is None or target.kind != "index":
+                continue
+            if named == index:
+                problem = "names itself: an index loop"
+            elif (named, index) in pairs:
+                problem = f"names {loc}, an index that names it back: an index loop"
+            else:
+                problem = f"names {loc}, an index: an index may name sitemaps only, and crawlers read no further"
+            self.checks[index].problems.append(problem)
 
     def _urlset(self, check: FileCheck, doc: Any) -> int:
         """Check each entry; the newest lastmod of the file in microseconds (0: none has one)."""
@@ -300,13 +335,17 @@ class _Run:
             check.problems.append(f"more than {MAX_URLS_PER_FILE:,} URLs: over the limit")
         try:
             canonical = canonical_page_url(loc, self.site)
-        except UrlError as exc:
+        except ValueError as exc:  # UrlError, and urlsplit's own (an IPv6 literal left open)
             check.problems.append(f"{loc or '(empty loc)'}: {exc}")
             return
         if canonical != loc:
             check.problems.append(f"{loc}: not in its canonical form {canonical}")
-        first = self.listed.setdefault(canonical, check.url)
-        if first != check.url:
+        first = self.listed.get(canonical)
+        if first is None:
+            self.listed[canonical] = check.url
+        elif first == check.url:
+            check.problems.append(f"{loc}: listed twice in this file")
+        else:
             check.problems.append(f"{loc}: listed again (first in {first})")
 
     def _lastmod(self, check: FileCheck, text: str | None, loc: str) -> int | None:

@@ -1,0 +1,52 @@
+"""`verify`'s time limits, on a clock of its own: each fetch is given what is left of both limits, and no file is
+begun once the whole check's time is up (none is listed as read that was never asked for)."""
+
+from __future__ import annotations
+
+from sitemap_updater.core.urls import Site
+from sitemap_updater.ports import Fetched
+from sitemap_updater.service.verify import TimeLimits, verify
+
+BASE = "https://www.example.com"
+NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+HEADERS = {"content-type": "application/xml", "cache-control": "max-age=60"}
+
+
+class SlowSite:
+    """An index of five sitemaps; each GET takes one second of the clock, or raises as a fetcher does when given
+    no time at all."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.asked: list[tuple[str, float]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, url: str, timeout: float) -> Fetched:
+        self.asked.append((url.removeprefix(BASE), timeout))
+        if timeout <= 0:
+            raise TimeoutError("no time left")
+        self.now += 1.0
+        if url.endswith("/sitemap.xml"):
+            entries = "".join(f"<sitemap><loc>{BASE}/s{n}.xml</loc></sitemap>" for n in range(5))
+            return Fetched(url, 200, HEADERS, f'<sitemapindex xmlns="{NS}">{entries}</sitemapindex>'.encode())
+        page = url.removesuffix(".xml")
+        return Fetched(url, 200, HEADERS, f'<urlset xmlns="{NS}"><url><loc>{page}</loc></url></urlset>'.encode())
+
+
+def test_no_file_is_begun_after_the_whole_checks_time_and_each_gets_what_is_left() -> None:
+    site = SlowSite()
+    result = verify(
+        f"{BASE}/sitemap.xml", Site.parse(BASE), site, limits=TimeLimits(file_s=0.75, total_s=2.5), clock=site.clock
+    )
+    assert site.asked == [("/sitemap.xml", 0.75), ("/s0.xml", 0.75), ("/s1.xml", 0.5)]
+    assert [f.url.removeprefix(BASE) for f in result.files] == ["/sitemap.xml", "/s0.xml", "/s1.xml"]
+    assert result.unfinished == "the time limit of 2.5 s for the whole check ran out: 3 more files named were not read"
+    assert (result.pages, result.problems) == (2, [])
+
+
+def test_a_check_within_its_time_is_finished() -> None:
+    site = SlowSite()
+    result = verify(f"{BASE}/sitemap.xml", Site.parse(BASE), site, limits=TimeLimits(total_s=6.5), clock=site.clock)
+    assert (len(result.files), result.pages, result.unfinished, result.problems) == (6, 5, "", [])
