@@ -92,3 +92,27 @@ def test_a_build_warning_naming_an_input_field_is_shown_escaped(
     assert main([*argv, "--as-of", "2026-02-01T00:00:00Z", "--workers", "1"]) == 0
     err = capsys.readouterr().err
     assert f"{events}:1: warning: ignored unknown fields: x\\n\\x1b[31mforged: line" in err.splitlines()
+
+
+def test_every_corpus_rejection_is_printed_on_its_own_line_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given every one-line case of the bad-input corpus in an export whose file name holds a terminal's
+    # set-the-window-title sequence
+    from tests.unit.test_bad_events import CORPUS, EXPECTED
+
+    cases = [(CORPUS / name).read_bytes().strip() for name in sorted(EXPECTED)]
+    lines = [case for case in cases if case and b"\n" not in case and b"\r" not in case]
+    events = tmp_path / "pages\x1b]0;owned\x07.jsonl"
+    events.write_bytes(b"\n".join(lines) + b"\n")
+    # When it is built (and refused: every line is rejected)
+    argv = ["build", "--site", "https://www.example.com", "--events", str(events), "--out", str(tmp_path / "out")]
+    assert main([*argv, "--workers", "1", "--quiet"]) != 0
+    # Then each rejection is one line naming the file escaped, and nothing raw reaches the terminal
+    printed = capsys.readouterr().err.splitlines()
+    assert not [line for line in printed if RAW.search(line)]
+    rejected = [line for line in printed if ": rejected: " in line]
+    assert len(rejected) == len(lines) >= 150
+    name = f"{tmp_path}/pages\\x1b]0;owned\\x07.jsonl"
+    numbers = sorted(int(line.removeprefix(f"{name}:").partition(":")[0]) for line in rejected)
+    assert numbers == list(range(1, len(lines) + 1))

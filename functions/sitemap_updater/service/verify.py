@@ -5,8 +5,11 @@ and ``Cache-Control``; well-formed XML (or a text sitemap) in the sitemap namesp
 schemas when a folder of them is given; the limits (50,000 entries and 52,428,800 bytes uncompressed); every URL
 absolute, on the site's host and in the form the URL rules give it, listed once; no lastmod in the future; and
 each index entry's lastmod no older than the newest lastmod of the file it names (what the index claims of a file
-is what a crawler finds in it; later is right when a page of the file was deleted since). ``problems`` break a
-rule; ``notes`` are worth knowing and break none.
+is what a crawler finds in it; later is right when a page of the file was deleted since); no index naming an
+index (itself, one naming it back, any other: an index names sitemaps only). ``problems`` break a rule; ``notes``
+are worth knowing and break none. A server's wrong answer (not HTTP as a client reads it, cut short, slower than
+the time a file may take) is a problem of its file; the check stops early only when the whole check's time runs
+out or no server answered at all (``Verification.unfinished``).
 """
 
 from __future__ import annotations
