@@ -4,6 +4,7 @@ the socket, so it can send what no HTTP server library would (a malformed status
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -59,7 +60,7 @@ class RawServer:
         self.requests: list[str] = []
         self._stop = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.1)
+        self._listener.settimeout(0.5)  # how late a close is noticed where shutdown does not wake accept
         self.port = self._listener.getsockname()[1]
         self._threads = [threading.Thread(target=self._accept, daemon=True)]
         self._threads[0].start()
@@ -69,6 +70,8 @@ class RawServer:
 
     def close(self) -> None:
         self._stop.set()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept at once (Linux)
         for thread in self._threads:
             thread.join(timeout=5)
         self._listener.close()
@@ -79,6 +82,8 @@ class RawServer:
                 connection, _ = self._listener.accept()
             except TimeoutError:
                 continue
+            except OSError:  # shut down
+                return
             thread = threading.Thread(target=self._serve, args=(connection,), daemon=True)
             self._threads.append(thread)
             thread.start()

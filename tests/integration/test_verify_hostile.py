@@ -95,48 +95,45 @@ def test_a_server_sending_a_byte_at_a_time_is_cut_off_at_the_file_deadline(
     server.routes["/sitemap.xml"] = answer(index(server.url("/body.xml"), server.url("/head.xml")), headers=XML)
     server.routes["/body.xml"] = then(head, drip(body, 0.05))
     server.routes["/head.xml"] = drip(answer(body, headers=XML), 0.05)
-    # When it is verified with half a second for each file
-    status, report, took = verify(capsys, server.url("/sitemap.xml"), *FAST)
-    # Then each slow file is a problem after half a second, not after the ten the server would take
+    # When it is verified with 0.3 s for each file
+    status, report, took = verify(capsys, server.url("/sitemap.xml"), "--timeout", "0.3", "--total-timeout", "5")
+    # Then each slow file is a problem after 0.3 s, not after the ten the server would take
     assert status == 1
-    for name in ("/body.xml", "/head.xml"):
-        assert (
-            f"{server.url(name)}: no whole answer within 0.5 s: a crawler gives up on a server this slow"
-            in (report["problems"])
-        )
-    assert 1.0 <= took < 2.5
+    slow = "no whole answer within 0.3 s: a crawler gives up on a server this slow"
+    assert {f"{server.url(name)}: {slow}" for name in ("/body.xml", "/head.xml")} <= set(report["problems"])
+    assert 0.6 <= took < 2
 
 
 def test_the_whole_check_stops_at_its_own_deadline_with_exit_status_3(
     server: RawServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Given an index of 20 sitemaps, each answered after 0.2 s (within the time one file may take)
+    # Given an index of 20 sitemaps, each answered after 0.1 s (within the time one file may take)
     names = [f"/s{n}.xml" for n in range(20)]
     server.routes["/sitemap.xml"] = answer(index(*map(server.url, names)), headers=XML)
     for name in names:
-        server.routes[name] = after(0.2, answer(urlset(server.url(f"/{name[1:-4]}")), headers=XML))
-    # When the whole check may take one second
-    status, report, took = verify(capsys, server.url("/sitemap.xml"), "--timeout", "0.5", "--total-timeout", "1")
+        server.routes[name] = after(0.1, answer(urlset(server.url(f"/{name[1:-4]}")), headers=XML))
+    # When the whole check may take 0.6 s
+    status, report, took = verify(capsys, server.url("/sitemap.xml"), "--timeout", "0.5", "--total-timeout", "0.6")
     # Then it stops there: the files not read are counted, and the status says the check was not completed
     assert status == 3
-    assert report["unfinished"].startswith("the time limit of 1 s for the whole check ran out: ")
+    assert report["unfinished"].startswith("the time limit of 0.6 s for the whole check ran out: ")
     read = [f for f in report["files"] if f["status"] == 200]
-    assert 3 <= len(read) <= 6
+    assert 2 <= len(read) <= 7  # the index, and sitemaps at 0.1 s each
     assert report["unfinished"].endswith(f"{21 - len(report['files']):,} more files named were not read")
-    assert took < 1.6
+    assert took < 1.2
 
 
 def test_a_slow_file_is_cut_off_at_the_whole_checks_deadline_when_that_comes_first(
     server: RawServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.routes["/sitemap.xml"] = drip(answer(urlset(server.url("/a")), headers=XML), 0.05)
-    status, report, took = verify(capsys, server.url("/sitemap.xml"), "--timeout", "30", "--total-timeout", "0.5")
+    status, report, took = verify(capsys, server.url("/sitemap.xml"), "--timeout", "30", "--total-timeout", "0.3")
     assert status == 3
-    assert report["unfinished"] == "the time limit of 0.5 s for the whole check ran out"
+    assert report["unfinished"] == "the time limit of 0.3 s for the whole check ran out"
     assert report["notes"] == [
         f"{server.url('/sitemap.xml')}: not read to its end: the time limit for the whole check ran out"
     ]
-    assert took < 1.2
+    assert took < 1
 
 
 def test_a_site_nothing_answers_on_could_not_be_checked(capsys: pytest.CaptureFixture[str]) -> None:
