@@ -50,3 +50,41 @@ def test_a_check_within_its_time_is_finished() -> None:
     site = SlowSite()
     result = verify(f"{BASE}/sitemap.xml", Site.parse(BASE), site, limits=TimeLimits(total_s=6.5), clock=site.clock)
     assert (len(result.files), result.pages, result.unfinished, result.problems) == (6, 5, "", [])
+
+
+class OneFile:
+    """A fetcher serving one body for every URL."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def __call__(self, url: str, timeout: float) -> Fetched:
+        return Fetched(url, 200, HEADERS, self.body)
+
+
+def urlset(locs: list[str]) -> bytes:
+    return (f'<urlset xmlns="{NS}">' + "".join(f"<url><loc>{loc}</loc></url>" for loc in locs) + "</urlset>").encode()
+
+
+def test_past_100_problems_a_files_entries_are_counted_by_kind() -> None:
+    # Given a sitemap of 150 entries that are not URLs, then one URL listed 31 times
+    body = urlset(["not a url"] * 150 + [f"{BASE}/a"] * 31)
+    result = verify(f"{BASE}/s.xml", Site.parse(BASE), OneFile(body), limits=TimeLimits(total_s=60))
+    problems = result.problems
+    assert len(problems) == 102
+    assert (
+        problems[:100] == [f"{BASE}/s.xml: not a url: must be an absolute http or https URL, not a relative URL"] * 100
+    )
+    assert problems[100:] == [
+        f"{BASE}/s.xml: 50 more entries: not a URL the URL rules accept (not listed)",
+        f"{BASE}/s.xml: 30 more entries: listed twice in this file (not listed)",
+    ]
+    assert result.pages == 181
+
+
+def test_entries_past_50000_are_counted_not_checked() -> None:
+    # Given 50,000 good entries, then two that are not URLs
+    body = urlset([f"{BASE}/p{n}" for n in range(50_000)] + ["not a url", "nor this"])
+    result = verify(f"{BASE}/s.xml", Site.parse(BASE), OneFile(body), limits=TimeLimits(total_s=60))
+    assert result.problems == [f"{BASE}/s.xml: more than 50,000 URLs: over the limit (the rest counted only)"]
+    assert (result.pages, result.files[0].entries) == (50_002, 50_002)

@@ -14,6 +14,7 @@ out or no server answered at all (``Verification.unfinished``).
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -35,8 +36,10 @@ from sitemap_updater.service.verify_schemas import Schemas
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 CLOCK_SKEW_S = 300  # a lastmod this far ahead of now is still taken as the present (clocks differ)
+MAX_LISTED = 100  # problems with a file's entries listed one by one; past it, counted by kind (memory stays bounded)
 _XML_TYPES = ("application/xml", "text/xml")
 _TEXT_TYPES = ("text/plain",)
+_URL, _LOC, _LASTMOD = (f"{{{NS}}}{name}" for name in ("url", "loc", "lastmod"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +136,22 @@ class _Run:
     listed: dict[str, str] = field(default_factory=dict)  # page URL -> the file that lists it first
     checks: dict[str, FileCheck] = field(default_factory=dict)  # each file read, by the URL it was read from
     named: list[tuple[str, str, str]] = field(default_factory=list)  # (index, file it names, as written), read URLs
+    entry_problems: int = 0  # of the file being read, listed one by one
+    more: dict[str, int] = field(default_factory=dict)  # of the file being read, past MAX_LISTED: kind -> count
+
+    def _entry(self, check: FileCheck, problem: str, kind: str) -> None:
+        """A problem with one entry of the file being read (a file of 2,000,000 bad entries makes 100 lines)."""
+        if self.entry_problems < MAX_LISTED:
+            self.entry_problems += 1
+            check.problems.append(problem)
+        else:
+            self.more[kind] = self.more.get(kind, 0) + 1
+
+    def _counted(self, check: FileCheck) -> None:
+        """The entries' problems past the first MAX_LISTED, one line a kind; the count starts again."""
+        for kind, count in self.more.items():
+            check.problems.append(f"{count:,} more {'entry' if count == 1 else 'entries'}: {kind} (not listed)")
+        self.entry_problems, self.more = 0, {}
 
     def _read_from(self, url: str) -> str:
         """Where a URL of the site is read: on the origin given, when it is not the site's own."""
@@ -146,6 +165,12 @@ class _Run:
         """The index files robots.txt names on the site; sitemap.xml when it names none there (reported)."""
         check = FileCheck(url, "robots.txt")
         self.result.files.append(check)
+        try:
+            return self._robots(check)
+        finally:
+            self._counted(check)
+
+    def _robots(self, check: FileCheck) -> list[str]:
         index_url = f"{self.site.base_url}/{INDEX_NAME}"
         fallback = [self._read_from(index_url)]
         fetched = self._get(check)
@@ -161,8 +186,11 @@ class _Run:
             check.problems.append(f"names no sitemap: add 'Sitemap: {index_url}'")
             return fallback
         on_site = [u for u in named if self._on_site(u)]
-        for other in sorted(set(named) - set(on_site)):
+        others = sorted(set(named) - set(on_site))
+        for other in others[:MAX_LISTED]:
             check.notes.append(f"names {other}, on another host than the site's: not read")
+        if len(others) > MAX_LISTED:
+            check.notes.append(f"and {len(others) - MAX_LISTED:,} more on other hosts (not listed)")
         if not on_site:
             check.problems.append(
                 f"names no sitemap on the site's host, so none could be checked: add 'Sitemap: {index_url}' "
@@ -182,15 +210,16 @@ class _Run:
         """Where the sitemap ``loc`` (as robots.txt or an index wrote it) is read from, in its canonical form;
         None when it is not one of the site's URLs (reported)."""
         if not self._on_site(loc):
-            check.problems.append(f"names {loc or '(empty loc)'}, not on the site ({self.site.base_url})")
+            site = self.site.base_url
+            self._entry(check, f"names {loc or '(empty loc)'}, not on the site ({site})", f"not on the site ({site})")
             return None
         try:
             canonical = canonical_page_url(loc, self.site)
         except ValueError as exc:  # UrlError, and urlsplit's own
-            check.problems.append(f"{loc}: {exc}")
+            self._entry(check, f"{loc}: {exc}", "not a URL the URL rules accept")
             return None
         if canonical != loc:
-            check.problems.append(f"{loc}: not in its canonical form {canonical} (read there)")
+            self._entry(check, f"{loc}: not in its canonical form {canonical} (read there)", "not in canonical form")
         return self._read_from(canonical)
 
     def _get(self, check: FileCheck) -> Fetched | None:
@@ -238,6 +267,15 @@ class _Run:
         check = FileCheck(url, "sitemap")
         self.result.files.append(check)
         self.checks[url] = check
+        try:
+            return self._file(check, claimed_us, parent)
+        finally:
+            self._counted(check)
+
+    def _file(
+        self, check: FileCheck, claimed_us: int | None, parent: str | None
+    ) -> list[tuple[str, int | None, str | None]]:
+        url = check.url
         fetched = self._get(check)
         if fetched is None:
             return []
@@ -289,7 +327,7 @@ class _Run:
             if target is None:
                 continue
             if target in names:
-                check.problems.append(f"{loc}: named twice")
+                self._entry(check, f"{loc}: named twice", "named twice")
                 continue
             names.add(target)
             self.named.append((check.url, target, loc))
@@ -320,36 +358,45 @@ class _Run:
     def _urlset(self, check: FileCheck, doc: Any) -> int:
         """Check each entry; the newest lastmod of the file in microseconds (0: none has one)."""
         newest = 0
-        for entry in doc.iterfind(f"{{{NS}}}url"):
-            loc = (entry.findtext(f"{{{NS}}}loc") or "").strip()
+        entries = doc.iterfind(_URL)
+        for entry in itertools.islice(entries, MAX_URLS_PER_FILE):
+            loc, lastmod = _loc_and_lastmod(entry)
             self._page(check, loc)
-            newest = max(newest, self._lastmod(check, entry.findtext(f"{{{NS}}}lastmod"), loc) or 0)
+            newest = max(newest, self._lastmod(check, lastmod, loc) or 0)
+        self._past_the_limit(check, sum(1 for _ in entries))
         return newest
 
     def _text(self, check: FileCheck, data: bytes) -> None:
-        for line in data.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
-            if line.strip():
-                self._page(check, line.strip())
+        lines = (line.strip() for line in data.decode("utf-8", "replace").lstrip("\ufeff").splitlines())
+        entries = (line for line in lines if line)
+        for line in itertools.islice(entries, MAX_URLS_PER_FILE):
+            self._page(check, line)
+        self._past_the_limit(check, sum(1 for _ in entries))
+
+    def _past_the_limit(self, check: FileCheck, count: int) -> None:
+        """Entries past the limit are counted only (a file of 2,000,000 entries takes seconds, not minutes)."""
+        if count:
+            check.entries += count
+            self.result.pages += count
+            check.problems.append(f"more than {MAX_URLS_PER_FILE:,} URLs: over the limit (the rest counted only)")
 
     def _page(self, check: FileCheck, loc: str) -> None:
         check.entries += 1
         self.result.pages += 1
-        if check.entries == MAX_URLS_PER_FILE + 1:
-            check.problems.append(f"more than {MAX_URLS_PER_FILE:,} URLs: over the limit")
         try:
             canonical = canonical_page_url(loc, self.site)
         except ValueError as exc:  # UrlError, and urlsplit's own (an IPv6 literal left open)
-            check.problems.append(f"{loc or '(empty loc)'}: {exc}")
+            self._entry(check, f"{loc or '(empty loc)'}: {exc}", "not a URL the URL rules accept")
             return
         if canonical != loc:
-            check.problems.append(f"{loc}: not in its canonical form {canonical}")
+            self._entry(check, f"{loc}: not in its canonical form {canonical}", "not in canonical form")
         first = self.listed.get(canonical)
         if first is None:
             self.listed[canonical] = check.url
         elif first == check.url:
-            check.problems.append(f"{loc}: listed twice in this file")
+            self._entry(check, f"{loc}: listed twice in this file", "listed twice in this file")
         else:
-            check.problems.append(f"{loc}: listed again (first in {first})")
+            self._entry(check, f"{loc}: listed again (first in {first})", "listed again, first in another file")
 
     def _lastmod(self, check: FileCheck, text: str | None, loc: str) -> int | None:
         """A lastmod in microseconds (None: none given, or not a W3C date, which is reported)."""
@@ -358,16 +405,29 @@ class _Run:
         try:
             moment = parse_w3c(text.strip())
         except ValueError:
-            check.problems.append(f"{loc}: lastmod {text!r} is not a W3C date or date-time")
+            self._entry(check, f"{loc}: lastmod {text!r} is not a W3C date or date-time", "lastmod not a W3C date")
             return None
         if not isinstance(moment, datetime):
             moment = datetime(moment.year, moment.month, moment.day, tzinfo=UTC)
         if moment.tzinfo is None:
-            check.problems.append(f"{loc}: lastmod {text!r} has a time but no time zone")
+            self._entry(check, f"{loc}: lastmod {text!r} has a time but no time zone", "lastmod without a time zone")
             return None
         if (moment - self.now).total_seconds() > CLOCK_SKEW_S:
-            check.problems.append(f"{loc}: lastmod {text.strip()} is in the future")
+            self._entry(check, f"{loc}: lastmod {text.strip()} is in the future", "lastmod in the future")
         return round(moment.timestamp() * 1_000_000)
+
+
+def _loc_and_lastmod(entry: Any) -> tuple[str, str | None]:
+    """A ``<url>``'s first ``<loc>`` (stripped; "" when none) and first ``<lastmod>`` (None when none), read from
+    its children (``findtext`` with a namespaced path costs about 7 us an entry)."""
+    loc: str | None = None
+    lastmod: str | None = None
+    for child in entry:
+        if child.tag == _LOC and loc is None:
+            loc = (child.text or "").strip()
+        elif child.tag == _LASTMOD and lastmod is None:
+            lastmod = child.text or ""
+    return loc or "", lastmod
 
 
 def _text_of(micros: int) -> str:
