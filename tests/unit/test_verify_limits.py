@@ -1,7 +1,11 @@
-"""`verify`'s time limits, on a clock of its own: each fetch is given what is left of both limits, and no file is
-begun once the whole check's time is up (none is listed as read that was never asked for)."""
+"""`verify`'s limits, on a fake fetcher: on a clock of its own, each fetch is given what is left of both time
+limits and no file is begun once the whole check's time is up (none is listed as read that was never asked for);
+a file's entries past 100 problems are counted by kind, and entries past a file's or an index's limit counted,
+not checked or read."""
 
 from __future__ import annotations
+
+import pytest
 
 from sitemap_updater.core.urls import Site
 from sitemap_updater.ports import Fetched
@@ -88,3 +92,21 @@ def test_entries_past_50000_are_counted_not_checked() -> None:
     result = verify(f"{BASE}/s.xml", Site.parse(BASE), OneFile(body), limits=TimeLimits(total_s=60))
     assert result.problems == [f"{BASE}/s.xml: more than 50,000 URLs: over the limit (the rest counted only)"]
     assert (result.pages, result.files[0].entries) == (50_002, 50_002)
+
+
+def test_an_index_naming_more_sitemaps_than_the_limit_is_read_no_further(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given an index naming 5 sitemaps where the limit is 3
+    monkeypatch.setattr("sitemap_updater.service.verify.MAX_FILES_PER_INDEX", 3)
+    locs = "".join(f"<sitemap><loc>{BASE}/s{n}.xml</loc></sitemap>" for n in range(5))
+    index = f'<sitemapindex xmlns="{NS}">{locs}</sitemapindex>'.encode()
+    asked: list[str] = []
+
+    def fetch(url: str, timeout: float) -> Fetched:
+        asked.append(url.removeprefix(BASE))
+        return Fetched(url, 200, HEADERS, index if url.endswith("/sitemap.xml") else urlset([url[:-4]]))
+
+    result = verify(f"{BASE}/sitemap.xml", Site.parse(BASE), fetch)
+    # Then the first 3 are read, the rest counted
+    assert asked == ["/sitemap.xml", "/s0.xml", "/s1.xml", "/s2.xml"]
+    assert result.files[0].entries == 5
+    assert result.problems == [f"{BASE}/sitemap.xml: names 5 sitemaps: over the limit of 3 (the rest not read)"]
