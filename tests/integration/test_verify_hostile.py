@@ -62,6 +62,10 @@ BROKEN = {
         "the answer ended after 7 of the 5,000 bytes",
     ),
     "no answer at all": (b"", "closed the connection without an answer"),
+    "a redirect to itself": (
+        b"HTTP/1.1 301 Moved Permanently\r\nLocation: /broken.xml\r\nContent-Length: 0\r\n\r\n",
+        "more than 5 redirects on the site's host",
+    ),
 }
 
 

@@ -47,7 +47,7 @@ class WebFetcher:
             if urlsplit(target).netloc.lower() not in self._hosts:
                 return fetched  # not followed: verify reports it
             url = target
-        return Fetched(url, 310, {}, b"")  # too many redirects
+        raise BrokenAnswer(f"more than {MAX_REDIRECTS} redirects on the site's host")
 
     def _get(self, url: str, deadline: float) -> Fetched:
         try:
