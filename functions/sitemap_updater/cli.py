@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, TextIO
 from sitemap_updater.core.errors import MAX_REJECTED_SHARE, LimitExceeded
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, INDEX_NAME, MAX_URLS_PER_FILE, Limits
+from sitemap_updater.core.terminal import shown
 from sitemap_updater.core.urls import Site, UrlError, parse_sections
 from sitemap_updater.service.adopt_limits import MAX_FILE_BYTES, MAX_TOTAL_BYTES
 from sitemap_updater.service.build import BuildRefused, BuildResult, build
@@ -429,10 +430,10 @@ def _build_from(events: Path, name: str, args: argparse.Namespace) -> int:
 
 def _report_lines(name: str, result: BuildResult, quiet: bool) -> None:
     for rejection in result.rejections:
-        print(f"{name}:{rejection.line}: rejected: {rejection.reason}", file=sys.stderr)
+        print(shown(f"{name}:{rejection.line}: rejected: {rejection.reason}"), file=sys.stderr)
     if not quiet:
         for line, text in result.warnings:
-            print(f"{name}:{line}: warning: {text}", file=sys.stderr)
+            print(shown(f"{name}:{line}: warning: {text}"), file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

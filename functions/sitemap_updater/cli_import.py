@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name, stdin_bytes
+from sitemap_updater.core.terminal import shown
 from sitemap_updater.core.urls import Site
 from sitemap_updater.service.adopt import Adoption
 from sitemap_updater.service.bulk_import import ImportRefused
@@ -49,13 +50,13 @@ def _adopt(location: str, site: Site, max_total_bytes: int) -> tuple[list[str], 
     bodies = list(adoption.events(location))
     progress.close()
     for line in adoption.warning_lines:
-        print(line, file=sys.stderr)
+        print(shown(line), file=sys.stderr)
     for note in adoption.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(shown(f"note: {note}"), file=sys.stderr)
     for problem in adoption.problems:
-        print(f"not adopted: {problem}", file=sys.stderr)
-    print(f"adopted {location}: {adoption.pages:,} pages from {adoption.files:,} files "
-          f"({adoption.bytes_read:,} bytes); {len(adoption.problems):,} problems")  # fmt: skip
+        print(shown(f"not adopted: {problem}"), file=sys.stderr)
+    print(shown(f"adopted {location}: {adoption.pages:,} pages from {adoption.files:,} files "
+                f"({adoption.bytes_read:,} bytes); {len(adoption.problems):,} problems"))  # fmt: skip
     if adoption.files == 0:
         return [], EXIT_USAGE
     if not bodies:
@@ -99,7 +100,7 @@ def _import_export(path: Path, load: Callable[[_Export], ImportResult]) -> tuple
     try:
         result = load(export)
     except (OSError, UnicodeDecodeError) as exc:  # nothing is written before every line is read
-        print(f"sitemap-updater: cannot read {name}: {exc}", file=sys.stderr)
+        print(shown(f"sitemap-updater: cannot read {name}: {exc}"), file=sys.stderr)
         return EXIT_USAGE, False
     except ImportRefused as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
@@ -165,10 +166,10 @@ def _imported(source: str, result: ImportResult, status: int, rejected: Callable
     """Print what an import did, each rejection as ``rejected(its number among the bodies)``; the exit status
     (1 when no event was accepted: nothing was written)."""
     for number, reason in result.rejections:
-        print(f"{rejected(number)}: {reason}", file=sys.stderr)
+        print(shown(f"{rejected(number)}: {reason}"), file=sys.stderr)
     written = sum(len(s.put) for s in result.sections)
-    print(f"import ({source}): {result.pages:,} pages, {written:,} sitemap files published, "
-          f"{len(result.rejections):,} rejected")  # fmt: skip
+    print(shown(f"import ({source}): {result.pages:,} pages, {written:,} sitemap files published, "
+                f"{len(result.rejections):,} rejected"))  # fmt: skip
     if result.index is None:
         print("sitemap-updater: no event was accepted; nothing imported", file=sys.stderr)
         return EXIT_FAILED

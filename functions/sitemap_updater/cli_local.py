@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name, stdin_bytes
+from sitemap_updater.core.terminal import shown
 
 if TYPE_CHECKING:
     from sitemap_updater.local.runner import LocalRun
@@ -74,7 +75,7 @@ def run_local(args: argparse.Namespace) -> int:
             print(_wave_summary("webhooks", report))
         for error in run.errors:
             print(
-                f"  a function failed (its batch came back after its queue's visibility timeout): {error}",
+                shown(f"  a function failed (its batch came back after its queue's visibility timeout): {error}"),
                 file=sys.stderr,
             )
         try:
@@ -161,7 +162,7 @@ def _wave_summary(source: str, report: dict[str, object]) -> str:
     rejections = report["rejections"]
     assert isinstance(rejections, list)
     lines += [f"  rejected (to the DLQ): {r['reason']}" for r in rejections]
-    return "\n".join(lines)
+    return "\n".join(shown(line) for line in lines)  # what the events and the webhooks said, escaped
 
 
 def _redelivered(report: dict[str, object]) -> list[str]:

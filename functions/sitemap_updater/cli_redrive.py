@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from sitemap_updater.cli import stack_option
+from sitemap_updater.core.terminal import shown
 from sitemap_updater.service.redrive import DEFAULT_MAX, Action, Decision, RedriveFailed, RedriveOptions, redrive
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ def _text_lines(decision: Decision, dry_run: bool) -> str:
     reason = decision.reason or "(no reason: SQS moved it)"
     body = message.body if len(message.body) <= _EXCERPT else message.body[:_EXCERPT] + "..."
     head = f"{action}: {decision.kind} {message.message_id}{group}, dead-lettered {_moment(message.sent_at_ms)}"
-    return f"{head}\n  reason: {reason}\n  body: {body}"
+    return "\n".join(shown(line) for line in (head, f"  reason: {reason}", f"  body: {body}"))  # a body as sent
 
 
 def _json_line(decision: Decision, dry_run: bool) -> str:

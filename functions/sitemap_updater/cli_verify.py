@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from sitemap_updater.cli import stack_option
-from sitemap_updater.core.urls import Site, UrlError
+from sitemap_updater.core.terminal import shown
+from sitemap_updater.core.urls import Site
 
 if TYPE_CHECKING:  # the checks and the HTTP client are imported when the command runs, not for every command
     from sitemap_updater.service.pipeline import Pipeline
     from sitemap_updater.service.verify import FileCheck, Verification
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_UNFINISHED = 0, 1, 2, 3
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 ENVIRONMENT = object()  # --stack without a name: the stack the environment variables name (not a string: argparse
 # would check a string against the stack name's type)
 
@@ -32,11 +35,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Content-Encoding and Cache-Control; XML in the sitemap namespace (or a text sitemap), valid against "
             "the official schemas when --schemas is given; the limits (50,000 entries, 52,428,800 bytes "
             "uncompressed); every URL on the site's host, in canonical form and listed once; no lastmod in the "
-            "future; each index lastmod no older than its file's newest. Exit status: 0 no problem (notes may be "
-            "printed); 1 problems, each named with its file; 2 the URL is not usable."
+            "future; each index lastmod no older than its file's newest; no index naming an index (itself, or one "
+            "naming it back: a loop). A server's wrong answer (not HTTP, cut short, too slow) is a problem of its "
+            "file. Exit status: 0 no problem (notes may be printed); 1 problems, each named with its file; 2 the "
+            "URL or an option is not usable; 3 the check could not be completed (no connection could be made, or "
+            "--total-timeout ran out), with the problems found until then."
         ),
     )
-    v.add_argument("url", metavar="URL", help="the site's root (https://www.example.com), or an index or sitemap URL")
+    v.add_argument(
+        "url",
+        metavar="URL",
+        help="the site's root (https://www.example.com), or an index or sitemap URL; https:// when no scheme is given",
+    )
     v.add_argument(
         "--site",
         metavar="URL",
@@ -57,27 +67,62 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--schemas",
         type=Path,
         metavar="DIR",
-        help="a folder with the official schemas (all-urlset.xsd and siteindex.xsd) to validate every file with",
+        help="a folder with the official schemas as sitemaps.org and Google publish them (sitemap.xsd and "
+        "siteindex.xsd; sitemap-image.xsd, sitemap-video.xsd, sitemap-news.xsd and an XHTML schema for the "
+        "extensions used) to validate every file with; nothing is downloaded",
     )
+    v.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long one file may take, from connecting to its last byte (default: 60); a file slower than "
+        "that is a problem",
+    )
+    v.add_argument(
+        "--total-timeout",
+        type=_seconds,
+        default=900.0,
+        metavar="SECONDS",
+        help="how long the whole check may take (default: 900); past it the check stops with exit status 3",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 10**6:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def _absolute(url: str) -> str:
+    """``url``, with https:// before it when it names no scheme (``www.example.com``)."""
+    url = url.strip()
+    return url if _SCHEME.match(url) else f"https://{url}"
 
 
 def run_verify(args: argparse.Namespace) -> int:
     from sitemap_updater.adapters.fetch import WebFetcher
-    from sitemap_updater.service.verify import Schemas, verify
+    from sitemap_updater.service.verify import TimeLimits, verify
+    from sitemap_updater.service.verify_schemas import SchemaError, Schemas
 
-    parts = urlsplit(args.url)
+    url = _absolute(args.url)
+    parts = urlsplit(url)
     try:
         origin = Site.parse(f"{parts.scheme}://{parts.netloc}")
-        site = Site.parse(args.site) if args.site else origin
-    except UrlError as exc:
-        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        site = Site.parse(_absolute(args.site)) if args.site else origin
+    except ValueError as exc:  # UrlError, and urlsplit's own (an IPv6 literal left open)
+        print(f"sitemap-updater: {shown(exc)}", file=sys.stderr)
         return EXIT_USAGE
     schemas = None
     if args.schemas is not None:
         try:
             schemas = Schemas.load(args.schemas)
-        except OSError as exc:
-            print(f"sitemap-updater: cannot read the schemas in {args.schemas}: {exc}", file=sys.stderr)
+        except (OSError, SchemaError) as exc:
+            print(f"sitemap-updater: cannot use the schemas in {shown(args.schemas)}: {shown(exc)}", file=sys.stderr)
             return EXIT_USAGE
     pipeline = None
     if args.stack is not None:  # read before the crawl: a stack that cannot be read stops the command at once
@@ -85,12 +130,15 @@ def run_verify(args: argparse.Namespace) -> int:
         if pipeline is None:
             return EXIT_USAGE
     progress = _progress if sys.stderr.isatty() and not args.json else None
-    result = verify(args.url, site, WebFetcher({origin.netloc}), schemas=schemas, progress=progress)
+    limits = TimeLimits(file_s=args.timeout, total_s=args.total_timeout)
+    result = verify(url, site, WebFetcher({origin.netloc}), schemas=schemas, progress=progress, limits=limits)
     if progress is not None:
         print(file=sys.stderr)
     if pipeline is not None:
         result.files.append(_stack_check(pipeline))
     print(json.dumps(result.as_dict(), indent=2) if args.json else report(result))
+    if result.unfinished:
+        return EXIT_UNFINISHED
     return EXIT_PROBLEMS if result.problems else EXIT_OK
 
 
@@ -106,7 +154,7 @@ def _stack_pipeline(stack: str | None, endpoint_url: str | None) -> Pipeline | N
     try:
         settings = command_settings(stack, make_client, endpoint_url)
     except (StackError, SettingsError) as exc:
-        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        print(f"sitemap-updater: {shown(exc)}", file=sys.stderr)
         return None
     return connect_pipeline(settings, make_client, endpoint_url)
 
@@ -131,16 +179,23 @@ def _progress(result: Verification) -> None:
 
 
 def report(result: Verification) -> str:
-    """The text report: one line per file, then problems and notes, then the verdict."""
+    """The text report: one line per file, then problems and notes, then the verdict. Every line is shown
+    escaped: what a server or a file sent cannot start a line of its own or act on the terminal."""
     lines = [f"verify {result.location}"]
     for f in result.files:
-        answer = f"HTTP {f.status}" if f.status is not None else "unreachable"
+        if f.kind == "stack":
+            answer = f"{f.entries:,} published {'file' if f.entries == 1 else 'files'} compared with the records"
+        else:
+            answer = f"HTTP {f.status}" if f.status is not None else "not read"
         counted = f"{f.entries:,} {'entry' if f.entries == 1 else 'entries'}, {f.bytes:,} bytes"
-        size = f", {counted}" if f.kind != "robots.txt" and f.status == 200 else ""
+        size = f", {counted}" if f.kind not in ("robots.txt", "stack") and f.status == 200 else ""
         lines.append(f"  {f.kind}: {f.url}: {answer}{size}")
     lines += [f"problem: {p}" for p in result.problems]
     lines += [f"note: {n}" for n in result.notes]
     count = len(result.problems)
     verdict = "no problem found" if not count else f"{count:,} problem(s)"
+    if result.unfinished:
+        lines.append(f"not completed: {result.unfinished}")
+        verdict = f"check not completed, {count:,} problem(s) found until then"
     lines.append(f"{len(result.files):,} files, {result.pages:,} pages read: {verdict}")
-    return "\n".join(lines)
+    return "\n".join(shown(line) for line in lines)

@@ -224,8 +224,14 @@ class Fetched:
     cut: bool = False
 
 
-class Fetch(Protocol):
-    """GET a URL as a crawler does (``verify``); never raises for an HTTP status, raises OSError when the
-    server cannot be reached."""
+class Unreachable(OSError):
+    """No connection to the server could be made (its name not found, refused, no route, no answer to connect)."""
 
-    def __call__(self, url: str) -> Fetched: ...
+
+class Fetch(Protocol):
+    """GET a URL as a crawler does (``verify``), within ``timeout`` seconds from connecting to the last byte (the
+    redirects included); never raises for an HTTP status. Raises :class:`Unreachable` when no connection could be
+    made, TimeoutError when the time ran out, and another OSError for an answer that is not HTTP as a client reads
+    it (a malformed status line or chunk, too many or too long headers, cut short, a URL it cannot send)."""
+
+    def __call__(self, url: str, timeout: float) -> Fetched: ...

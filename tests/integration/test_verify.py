@@ -185,3 +185,60 @@ def test_with_the_stack_the_published_tree_is_compared_with_the_manifests(
         f"s3://{bucket}: sitemap-news-00000000.xml.gz: holds other bytes than its record says (changed out of band)",
     ]
     assert run.published().get("sitemap-news-00000000.xml.gz") == b"other bytes"  # nothing repaired
+
+
+OFFICIAL = ("sitemap.xsd", "siteindex.xsd", "sitemap-image.xsd", "sitemap-video.xsd", "sitemap-news.xsd")
+EXTENDED = (
+    f'<urlset xmlns="{NS}" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" '
+    'xmlns:xhtml="http://www.w3.org/1999/xhtml">'
+    '<url><loc>{base}/a</loc><xhtml:link rel="alternate" hreflang="de" href="{base}/de/a"/>'
+    "<image:image><image:{field}>{base}/a.jpg</image:{field}></image:image></url></urlset>"
+)
+
+
+@pytest.mark.skipif(not SCHEMAS.exists(), reason="../shared/xsd is not beside the repository; schemas unavailable")
+@pytest.mark.parametrize(("field", "problem"), [("loc", None), ("location", "image/1.1}location")])
+def test_the_schemas_as_sitemaps_org_and_google_publish_them_are_enough(
+    web: Web, tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, problem: str | None
+) -> None:
+    # Given the published files only (no wrapper importing them) and an XHTML schema of the link element
+    folder = tmp_path / "xsd"
+    folder.mkdir()
+    for name in (*OFFICIAL, "xhtml-link.xsd"):
+        (folder / name).write_bytes((SCHEMAS / name).read_bytes())
+    # And a sitemap with an image and an alternate, the image's element right or misnamed
+    body = EXTENDED.format(base=web.url(""), field=field)
+    web.replies["/s.xml"] = Reply(body.encode(), headers=HEADERS[".xml"])
+    # When it is verified with that folder
+    status = main(["verify", web.url("/s.xml"), "--json", "--schemas", str(folder)])
+    report = json.loads(capsys.readouterr().out)
+    # Then the extensions are validated by their own schemas
+    if problem is None:
+        assert (status, report["problems"]) == (0, [])
+    else:
+        assert status == 1
+        assert any("(schema)" in p and problem in p for p in report["problems"]), report["problems"]
+
+
+def test_a_schema_folder_without_the_sitemap_schemas_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "sitemap-image.xsd").write_text(
+        '<xsd:schema xmlns:xsd="http://www.w3.org/2001/XMLSchema" '
+        'targetNamespace="http://www.google.com/schemas/sitemap-image/1.1"/>'
+    )
+    assert main(["verify", "http://127.0.0.1:9/", "--schemas", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"sitemap-updater: cannot use the schemas in {tmp_path}: no schema in {tmp_path} declares the sitemap "
+        "namespace's <urlset> (sitemap.xsd) and <sitemapindex> (siteindex.xsd), from sitemaps.org\n"
+    )
+
+
+def test_a_stack_check_that_ran_is_labelled_by_what_it_compared() -> None:
+    from sitemap_updater.cli_verify import report
+    from sitemap_updater.service.verify import FileCheck, Verification
+
+    result = Verification(f"{BASE}/", files=[FileCheck("s3://bucket", "stack", entries=3)])
+    result.files[0].problems.append("sitemap-a.xml.gz: missing, though its record says it is published")
+    assert report(result).splitlines()[1] == "  stack: s3://bucket: 3 published files compared with the records"
