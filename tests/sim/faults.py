@@ -1,6 +1,6 @@
 """What can go wrong around an AWS call in the simulation: the generic crash before or after it, and the error
 shapes AWS really answers with (DynamoDB throughput and throttling, transaction conflicts, S3 503 SlowDown and
-409 ConditionalRequestConflict, SQS and CloudFront throttling).
+409 ConditionalRequestConflict, SQS throttling).
 
 On AWS, botocore's standard retry mode retries throttling and 503 SlowDown inside the client; these fakes sit
 above botocore, so here such an error is what the code sees once the SDK's attempts are spent: it must fail
@@ -65,7 +65,6 @@ SHAPES: dict[str, list[Callable[[str], ClientError]]] = {
     ],
     "s3.delete_object": [lambda op: aws_error("SlowDown", op, 503, "Please reduce your request rate.")],
     "sqs.send_message": [lambda op: aws_error("RequestThrottled", op, 400, "Request is throttled.")],
-    "cloudfront.create_invalidation": [lambda op: aws_error("Throttling", op, 400, "Rate exceeded")],
 }  # fmt: skip
 
 
