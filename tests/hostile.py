@@ -13,8 +13,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 Behaviour = Callable[["Conversation"], None]
+T = TypeVar("T")
 
 
 class Conversation:
@@ -33,8 +35,9 @@ class Conversation:
 
 
 class Hostile:
-    """Answers each path with its behaviour (404 otherwise); ``asked`` lists the paths in order, ``sent`` the body
-    bytes each path's answers managed to send before the client went away."""
+    """Answers each path with its behaviour (the path with its query, else without it; 404 otherwise); ``asked``
+    lists the paths in order, ``sent`` the body bytes each path's answers managed to send before the client went
+    away."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.routes: dict[str, Behaviour] = {}
@@ -75,7 +78,8 @@ class Hostile:
                 head += data
             path = head.split(b" ", 2)[1].decode("latin-1") if head.count(b" ") >= 2 else "/"
             self.asked.append(path)
-            self.routes.get(path, reply(404, b"not found"))(Conversation(self, sock, path))
+            behaviour = self.routes.get(path) or self.routes.get(path.partition("?")[0]) or reply(404, b"not found")
+            behaviour(Conversation(self, sock, path))
 
 
 def reply(status: int, body: bytes, headers: dict[str, str] | None = None) -> Behaviour:
@@ -121,6 +125,11 @@ def trickle(head: bytes, body: bytes, every: float = 0.05) -> Behaviour:
             talk.send(bytes([byte]))
 
     return answer
+
+
+def slow(body: bytes, every: float) -> Behaviour:
+    """A 200 answer whose headers come at once and whose ``body`` comes one byte every ``every`` s."""
+    return trickle(f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode(), body, every)
 
 
 def hang() -> Behaviour:
@@ -169,7 +178,7 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def elapsed(action: Callable[[], object]) -> tuple[object, float]:
+def elapsed(action: Callable[[], T]) -> tuple[T, float]:
     """What ``action`` returned, and the seconds it took."""
     start = time.monotonic()
     result = action()
