@@ -466,15 +466,19 @@ def test_local_adopt_counts_pages_listed_twice_and_reports_without_a_wave(
 
 
 # --- caps ----------------------------------------------------------------------------------------------------
+# The peak is read from /proc (VmHWM, this process image's own): ru_maxrss would start at the parent's size,
+# inherited across exec, so under a large pytest process it would never grow.
 _MEASURE = """
-import json, resource, sys
+import json, re, sys
+from pathlib import Path
 from sitemap_updater.core.urls import Site
 from sitemap_updater.service.adopt import Adoption
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak():
+    return int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1))
+before = peak()
 adoption = Adoption(Site.parse(sys.argv[2]))
 pages = sum(1 for _ in adoption.events(sys.argv[1]))
-grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-print(json.dumps({"pages": pages, "problems": adoption.problems, "grew_kib": grew}))
+print(json.dumps({"pages": pages, "problems": adoption.problems, "grew_kib": peak() - before}))
 """
 
 
