@@ -15,7 +15,9 @@ from sitemap_updater.service.sweep import ROBOTS_MAX_BYTES, robots_warning, swee
 from tests.hostile import BROKEN, Behaviour, Hostile, closed_port, elapsed, endless, hang, redirect, reply, trickle
 from tests.unit.test_recovery import Stack, replace_settings
 
-SECONDS = 0.5  # the check's limit in these tests (10 s by default)
+SECONDS = 0.5  # the check's limit in the tests of slow servers (10 s by default)
+ROOMY = 3.0  # the limit elsewhere: room for a shared machine under load, where no answer is slow
+SLACK = 4.0  # how late a loaded machine may be; a server holding the check held it for a minute or more
 BIG = 52 * 1024 * 1024  # a 52 MiB robots.txt
 
 
@@ -41,7 +43,7 @@ def naming(base: str) -> bytes:
     return f"User-agent: *\nDisallow:\nSitemap: {base}/sitemap.xml\n".encode()
 
 
-def check(site: Hostile, seconds: float = SECONDS) -> tuple[str | None, float]:
+def check(site: Hostile, seconds: float = ROOMY) -> tuple[str | None, float]:
     warning, took = elapsed(lambda: robots_warning(pipeline_of(site.base), HttpClient(), seconds))
     assert warning is None or isinstance(warning, str)
     return warning, took
@@ -76,7 +78,7 @@ def test_a_redirect_off_the_sites_scheme_and_host_is_not_followed(
     said = f"robots.txt redirects to '{location}', off the site's scheme and host ({site.base}): not followed"
     assert said in warning
     assert warning.endswith(f"make sure it has 'Sitemap: {site.base}/sitemap.xml'")
-    assert elsewhere.asked == [] and site.asked == ["/robots.txt"] and took < SECONDS
+    assert elsewhere.asked == [] and site.asked == ["/robots.txt"] and took < ROOMY
 
 
 def test_a_52_mib_robots_txt_is_read_only_as_far_as_google_reads_it(site: Hostile) -> None:
@@ -108,7 +110,7 @@ def test_a_broken_server_is_a_warning(site: Hostile, case: str) -> None:
     site.routes["/robots.txt"] = BROKEN[case]
     warning, took = check(site)
     assert warning is not None and warning.startswith(f"robots.txt ({site.base}/robots.txt) could not be read (")
-    assert "make sure it has 'Sitemap: " in warning and took < SECONDS
+    assert "make sure it has 'Sitemap: " in warning and took < ROOMY
 
 
 @pytest.mark.parametrize(
@@ -122,12 +124,12 @@ def test_a_broken_server_is_a_warning(site: Hostile, case: str) -> None:
 )
 def test_a_slow_server_is_cut_off_at_the_checks_limit(site: Hostile, behaviour: Behaviour) -> None:
     site.routes["/robots.txt"] = behaviour
-    warning, took = check(site)
+    warning, took = check(site, SECONDS)
     assert warning == (
         f"robots.txt ({site.base}/robots.txt) was not read within {SECONDS:g} s, the check's limit; not checked: "
         f"make sure it has 'Sitemap: {site.base}/sitemap.xml'"
     )
-    assert SECONDS <= took < SECONDS + 1
+    assert SECONDS <= took < SECONDS + SLACK
 
 
 def test_the_limit_covers_every_redirect_together(site: Hostile) -> None:
@@ -136,8 +138,8 @@ def test_the_limit_covers_every_redirect_together(site: Hostile) -> None:
         site.routes[f"/r{hop}"] = trickle(b"", f"HTTP/1.1 302 X\r\nLocation: /r{hop + 1}\r\n\r\n".encode(), 0.01)
     site.routes["/robots.txt"] = redirect("/r0")
     site.routes["/r5"] = reply(200, naming(site.base))
-    warning, took = check(site)
-    assert warning is not None and "was not read within 0.5 s" in warning and took < SECONDS + 1
+    warning, took = check(site, SECONDS)
+    assert warning is not None and "was not read within 0.5 s" in warning and took < SECONDS + SLACK
 
 
 def test_a_redirect_loop_on_the_host_stops_after_five_hops(site: Hostile) -> None:
