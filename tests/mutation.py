@@ -96,7 +96,11 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_recovery.py",
         "tests/unit/test_rebuild_edges.py",
     ],
-    "service/sweep.py": ["tests/unit/test_sweep_upkeep.py", "tests/unit/test_recovery.py"],
+    "service/sweep.py": [
+        "tests/unit/test_sweep_upkeep.py",
+        "tests/unit/test_recovery.py",
+        "tests/integration/test_robots_check.py",
+    ],
     "service/dead_letters.py": [
         "tests/unit/test_dead_letter_reasons.py",
         "tests/integration/test_dead_letters.py",
@@ -114,14 +118,23 @@ TESTS: dict[str, list[str]] = {
     "service/bulk_import.py": ["tests/unit/test_bulk_import.py", _FUTURE, "tests/integration/test_import.py"],
     "service/adopt.py": [
         "tests/unit/test_mut_adopt.py",
+        "tests/integration/test_adopt_bounds.py",
         "tests/integration/test_import.py",
         "tests/integration/test_adopt.py",
     ],
     "service/adopt_fields.py": [
         "tests/unit/test_mut_adopt.py",
+        "tests/integration/test_adopt_bounds.py",
         "tests/integration/test_import.py",
         "tests/integration/test_adopt.py",
     ],
+    "service/adopt_stream.py": [
+        "tests/unit/test_mut_adopt.py",
+        "tests/integration/test_adopt_bounds.py",
+        "tests/integration/test_import.py",
+        "tests/integration/test_adopt.py",
+    ],
+    "service/adopt_findings.py": ["tests/integration/test_adopt_bounds.py", "tests/integration/test_adopt.py"],
     "core/webhooks_signatures.py": [
         "tests/unit/test_webhook_signatures.py",
         "tests/unit/test_webhook_lifecycles.py",

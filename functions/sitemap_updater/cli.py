@@ -21,7 +21,14 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, INDEX_NAME, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.terminal import shown
 from sitemap_updater.core.urls import Site, UrlError, parse_sections
-from sitemap_updater.service.adopt_limits import MAX_FILE_BYTES, MAX_TOTAL_BYTES
+from sitemap_updater.service.adopt_limits import (
+    FILE_SECONDS,
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_FILES,
+    MAX_SECONDS,
+    MAX_TOTAL_BYTES,
+)
 from sitemap_updater.service.build import BuildRefused, BuildResult, build
 
 EXIT_OK = 0
@@ -311,6 +318,24 @@ def _adopt_options(parser: argparse.ArgumentParser) -> None:
         help=f"adoption stops after N bytes of sitemaps, uncompressed, in all (default {MAX_TOTAL_BYTES:,}); "
         f"each file may give at most {MAX_FILE_BYTES:,}, the protocol's limit",
     )
+    parser.add_argument(
+        "--max-seconds",
+        type=_seconds,
+        default=MAX_SECONDS,
+        metavar="S",
+        help=f"adoption stops after S seconds in all (default {MAX_SECONDS:,}); each file must arrive within "
+        f"{FILE_SECONDS} s; at most {MAX_FILES:,} files are read, indexes {MAX_DEPTH} deep",
+    )
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 < number < 1e9:  # NaN and infinity too
+        raise argparse.ArgumentTypeError("must be more than 0 (and a number)")
+    return number
 
 
 def _bytes(value: str) -> int:

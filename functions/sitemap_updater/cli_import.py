@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name, stdin_bytes
 from sitemap_updater.core.terminal import shown
@@ -42,11 +42,11 @@ class _AdoptProgress:
             self._stream.write("\n")
 
 
-def _adopt(location: str, site: Site, max_total_bytes: int) -> tuple[list[str], int]:
-    """Read a site's sitemaps; print what was skipped or dropped. The events, and the exit status so far:
-    2 when nothing could be read, 1 when nothing was adopted or something was skipped."""
+def _adopt(location: str, site: Site, args: argparse.Namespace) -> tuple[list[str], int, dict[str, Any]]:
+    """Read a site's sitemaps; print what was skipped or dropped. The events, the exit status so far (2 when
+    nothing could be read, 1 when nothing was adopted or something was skipped), and what the report says."""
     progress = _AdoptProgress(sys.stderr)
-    adoption = Adoption(site, max_total_bytes=max_total_bytes, progress=progress)
+    adoption = Adoption(site, max_total_bytes=args.max_total_bytes, max_seconds=args.max_seconds, progress=progress)
     bodies = list(adoption.events(location))
     progress.close()
     for line in adoption.warning_lines:
@@ -56,13 +56,18 @@ def _adopt(location: str, site: Site, max_total_bytes: int) -> tuple[list[str], 
     for problem in adoption.problems:
         print(shown(f"not adopted: {problem}"), file=sys.stderr)
     print(shown(f"adopted {location}: {adoption.pages:,} pages from {adoption.files:,} files "
-                f"({adoption.bytes_read:,} bytes); {len(adoption.problems):,} problems"))  # fmt: skip
+                f"({adoption.bytes_read:,} bytes); {adoption.problem_count:,} problems"))  # fmt: skip
+    report = {
+        "source": location, "files": adoption.files, "pages": adoption.pages, "bytes": adoption.bytes_read,
+        "problems": adoption.problem_count, "problem_lines": adoption.problems, "warnings": adoption.warning_lines,
+        "notes": adoption.notes,
+    }  # fmt: skip
     if adoption.files == 0:
-        return [], EXIT_USAGE
+        return [], EXIT_USAGE, report
     if not bodies:
         print("sitemap-updater: no page adopted; nothing imported", file=sys.stderr)
-        return [], EXIT_FAILED
-    return bodies, EXIT_FAILED if adoption.problems else EXIT_OK
+        return [], EXIT_FAILED, report
+    return bodies, EXIT_FAILED if adoption.problems else EXIT_OK, report
 
 
 class _Export:
@@ -94,41 +99,60 @@ class _Export:
         return body + bisect.bisect_left(self._blanks, body)
 
 
-def _import_export(path: Path, load: Callable[[_Export], ImportResult]) -> tuple[int, bool]:
-    """Import a JSONL export: the exit status, and whether anything was imported."""
+def _import_export(path: Path, load: Callable[[_Export], ImportResult]) -> tuple[int, bool, dict[str, Any]]:
+    """Import a JSONL export: the exit status, whether anything was imported, and what the report says."""
     export, name = _Export(path), input_name(path)
+    report: dict[str, Any] = {"source": name}
     try:
         result = load(export)
     except (OSError, UnicodeDecodeError) as exc:  # nothing is written before every line is read
         print(shown(f"sitemap-updater: cannot read {name}: {exc}"), file=sys.stderr)
-        return EXIT_USAGE, False
+        return EXIT_USAGE, False, {"import": report | {"error": f"cannot read {name}: {exc}"}}
     except ImportRefused as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
-        return EXIT_USAGE, False
-    return _imported(name, result, EXIT_OK, lambda n: f"{name}:{export.line(n)}: rejected"), result.index is not None
+        return EXIT_USAGE, False, {"import": report | {"error": str(exc)}}
+    status = _imported(name, result, EXIT_OK, lambda n: f"{name}:{export.line(n)}: rejected")
+    rejections = [{"line": export.line(n), "reason": reason} for n, reason in result.rejections]
+    return status, result.index is not None, {"import": report | _result(result, rejections)}
 
 
 def _import_adopted(
-    location: str, site: Site, max_total_bytes: int, load: Callable[[list[str]], ImportResult]
-) -> tuple[int, bool]:
-    """Adopt a site's sitemaps and import them: the exit status, and whether anything was imported. A page the
-    import rejects after adoption kept it is named by its URL, as adoption names the pages it skips (exit 1)."""
-    bodies, status = _adopt(location, site, max_total_bytes)
+    location: str, site: Site, args: argparse.Namespace, load: Callable[[list[str]], ImportResult]
+) -> tuple[int, bool, dict[str, Any]]:
+    """Adopt a site's sitemaps and import them: the exit status, whether anything was imported, and what the
+    report says. A page the import rejects after adoption kept it is named by its URL, as adoption names the
+    pages it skips (exit 1); pages adopted twice (the same URL listed again) are counted."""
+    bodies, status, adopted = _adopt(location, site, args)
+    report: dict[str, Any] = {"source": location, "adopted": adopted}
     if not bodies:
-        return status, False
+        return status, False, {"import": report}
     result = load(bodies)
 
+    def url(number: int) -> str:
+        return str(json.loads(bodies[number - 1])["url"])
+
     def skipped(number: int) -> str:
-        return f"not adopted: {location}: page {json.loads(bodies[number - 1])['url']} skipped"
+        return f"not adopted: {location}: page {url(number)} skipped"
 
     status = EXIT_FAILED if result.rejections else status
-    return _imported(location, result, status, skipped), result.index is not None
+    repeated = len(bodies) - len(result.rejections) - result.pages  # every adopted event is an upsert: one page
+    status = _imported(location, result, status, skipped, (repeated, len(bodies)))
+    rejections = [{"url": url(n), "reason": reason} for n, reason in result.rejections]
+    report |= _result(result, rejections) | {"repeated": repeated}
+    return status, result.index is not None, {"import": report}
 
 
-def local_import(run: LocalRun, args: argparse.Namespace) -> tuple[int, bool]:
-    """``local --import`` or ``--adopt``: the exit status so far, and whether anything was imported."""
+def _result(result: ImportResult, rejections: list[dict[str, Any]]) -> dict[str, Any]:
+    put = [name for section in result.sections for name in section.put]
+    put += result.index.indexes if result.index is not None else []
+    return {"pages": result.pages, "rejections": rejections, "s3": {"put": put}}
+
+
+def local_import(run: LocalRun, args: argparse.Namespace) -> tuple[int, bool, dict[str, Any]]:
+    """``local --import`` or ``--adopt``: the exit status so far, whether anything was imported, and the report's
+    first object (what was adopted and imported)."""
     if args.adopt is not None:
-        return _import_adopted(args.adopt, args.site, args.max_total_bytes, run.import_site)
+        return _import_adopted(args.adopt, args.site, args, run.import_site)
     return _import_export(args.import_events, run.import_site)
 
 
@@ -157,18 +181,23 @@ def run_import(args: argparse.Namespace) -> int:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.sitemap is not None:
-        site, limit = pipeline.site, args.max_total_bytes
-        return _import_adopted(args.sitemap, site, limit, lambda bodies: import_events(bodies, pipeline))[0]
+        return _import_adopted(args.sitemap, pipeline.site, args, lambda bodies: import_events(bodies, pipeline))[0]
     return _import_export(args.events, lambda export: import_events(export, pipeline))[0]
 
 
-def _imported(source: str, result: ImportResult, status: int, rejected: Callable[[int], str]) -> int:
-    """Print what an import did, each rejection as ``rejected(its number among the bodies)``; the exit status
-    (1 when no event was accepted: nothing was written)."""
+def _imported(
+    source: str, result: ImportResult, status: int, rejected: Callable[[int], str], adopted: tuple[int, int] = (0, 0)
+) -> int:
+    """Print what an import did, each rejection as ``rejected(its number among the bodies)``, and of an adoption,
+    how many of the pages ``adopted`` (repeated, of all) named a URL already adopted; the exit status (1 when no
+    event was accepted: nothing was written)."""
     for number, reason in result.rejections:
         print(shown(f"{rejected(number)}: {reason}"), file=sys.stderr)
     written = sum(len(s.put) for s in result.sections)
-    print(shown(f"import ({source}): {result.pages:,} pages, {written:,} sitemap files published, "
+    repeated, total = adopted
+    again = (f" ({repeated:,} of the {total:,} pages adopted listed a URL again, each kept once with its newest "
+             "state)") if repeated else ""  # fmt: skip
+    print(shown(f"import ({source}): {result.pages:,} pages{again}, {written:,} sitemap files published, "
                 f"{len(result.rejections):,} rejected"))  # fmt: skip
     if result.index is None:
         print("sitemap-updater: no event was accepted; nothing imported", file=sys.stderr)

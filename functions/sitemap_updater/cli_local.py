@@ -57,8 +57,10 @@ def run_local(args: argparse.Namespace) -> int:
         if args.import_events is not None or args.adopt is not None:
             from sitemap_updater.cli_import import local_import
 
-            status, imported = local_import(run, args)
+            status, imported, loaded = local_import(run, args)
+            reports.append(loaded)
             if not imported:  # nothing read, adopted or accepted: stop before anything is copied
+                _write_report(args, reports)
                 return status
         for path in args.events:
             try:
@@ -85,10 +87,14 @@ def run_local(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         if args.log is not None:
             args.log.write_text("\n".join(run.logs) + "\n", encoding="utf-8")
-    if args.report is not None:
-        args.report.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _write_report(args, reports)
     print(f"published files copied to {args.out}")
     return status
+
+
+def _write_report(args: argparse.Namespace, reports: list[dict[str, object]]) -> None:
+    if args.report is not None:
+        args.report.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 class _Refused(Exception):

@@ -163,21 +163,33 @@ class MessageSource(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class HttpResponse:
-    """An HTTP answer: status, headers and body text (never an exception for a status)."""
+    """An HTTP answer: status, headers and body text (never an exception for a status). ``cut``: the body was
+    longer than the reader read, and this is its start."""
 
     status: int
     headers: dict[str, str]
     body: str
+    cut: bool = False
 
 
 class Http(Protocol):
-    """HTTP for notifications and the robots.txt check; ``timeout`` is the most one request may wait."""
+    """HTTP for notifications; ``timeout`` is the most one request may wait."""
 
     timeout: float
 
     def request(
         self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
     ) -> HttpResponse: ...
+
+
+class WebGet(Protocol):
+    """One bounded GET of a small text file (the sweep's robots.txt check), for a service that decides which
+    redirects to follow: none is followed here (a 3xx comes back, its ``location`` header lower-cased with the
+    rest); at most ``max_bytes`` of the body are read (``cut`` when there was more, which stays unread);
+    everything, the connection included, ends within ``seconds``. Raises OSError (TimeoutError when the time
+    is up) when no HTTP answer came: a host unreachable or refusing, a broken status line, headers or body."""
+
+    def get(self, url: str, max_bytes: int, seconds: float) -> HttpResponse: ...
 
 
 class SearchConsoleApi(Protocol):

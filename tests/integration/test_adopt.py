@@ -115,8 +115,9 @@ def adopt(location: str, max_total_bytes: int = MAX_TOTAL_BYTES) -> tuple[list[d
     return [json.loads(body) for body in adoption.events(location)], adoption
 
 
-def local_adopt(location: str, out: Path, moto_endpoint: str) -> int:
-    return main(["local", "--site", BASE, "--adopt", location, "--out", str(out), "--endpoint-url", moto_endpoint])
+def local_adopt(location: str, out: Path, moto_endpoint: str, *more: str) -> int:
+    return main(["local", "--site", BASE, "--adopt", location, "--out", str(out), "--endpoint-url", moto_endpoint,
+                 *more])  # fmt: skip
 
 
 # --- the round trip ------------------------------------------------------------------------------------------
@@ -425,21 +426,59 @@ def test_a_location_that_gives_no_page_imports_and_copies_nothing(
 ) -> None:
     # Given a location that cannot be read (2), or is read but holds no sitemap (1)
     web.replies["/home.html"] = Reply(b"<!DOCTYPE html><html><body>Welcome</body></html>")
-    assert local_adopt(web.url(path), tmp_path / "out", moto_endpoint) == status
+    report = tmp_path / "report.json"
+    assert local_adopt(web.url(path), tmp_path / "out", moto_endpoint, "--report", str(report)) == status
     assert f"not adopted: {web.url(path)}: {reason}" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+    # And the report says why
+    [first] = json.loads(report.read_text(encoding="utf-8"))
+    assert first["import"]["adopted"]["problem_lines"] == [f"{web.url(path)}: {reason}"]
+    assert "pages" not in first["import"]
+
+
+def test_local_adopt_counts_pages_listed_twice_and_reports_without_a_wave(
+    web: Web, tmp_path: Path, moto_endpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given two sitemaps of nine pages in all, three of them in both
+    web.replies["/sitemap.xml"] = Reply(index(web.url("/a.xml"), web.url("/b.xml")))
+    web.replies["/a.xml"] = Reply(urlset(*[url(f"/blog/p{i}") for i in range(6)]))
+    web.replies["/b.xml"] = Reply(urlset(*[url(f"/blog/p{i}") for i in range(3)]))
+    report = tmp_path / "report.json"
+    # When they are adopted with --report and no wave after
+    assert local_adopt(web.url("/sitemap.xml"), tmp_path / "out", moto_endpoint, "--report", str(report)) == 0
+    # Then the summary says where the three pages went
+    printed = capsys.readouterr().out
+    location = web.url("/sitemap.xml")
+    assert f"adopted {location}: 9 pages from 3 files" in printed
+    assert (f"import ({location}): 6 pages (3 of the 9 pages adopted listed a URL again, each kept once with its "
+            "newest state), ") in printed  # fmt: skip
+    # And the report is the adoption's and the import's, not an empty list
+    [first] = json.loads(report.read_text(encoding="utf-8"))
+    loaded = first["import"]
+    assert loaded["source"] == location and loaded["pages"] == 6 and loaded["repeated"] == 3
+    assert loaded["adopted"] | {"bytes": 0} == {
+        "source": location, "files": 3, "pages": 9, "bytes": 0, "problems": 0, "problem_lines": [], "warnings": [],
+        "notes": [],
+    }  # fmt: skip
+    assert loaded["rejections"] == [] and "sitemap.xml" in loaded["s3"]["put"]
+    published = {p.name for p in (tmp_path / "out").iterdir()}
+    assert set(loaded["s3"]["put"]) <= published
 
 
 # --- caps ----------------------------------------------------------------------------------------------------
+# The peak is read from /proc (VmHWM, this process image's own): ru_maxrss would start at the parent's size,
+# inherited across exec, so under a large pytest process it would never grow.
 _MEASURE = """
-import json, resource, sys
+import json, re, sys
+from pathlib import Path
 from sitemap_updater.core.urls import Site
 from sitemap_updater.service.adopt import Adoption
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak():
+    return int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1))
+before = peak()
 adoption = Adoption(Site.parse(sys.argv[2]))
 pages = sum(1 for _ in adoption.events(sys.argv[1]))
-grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-print(json.dumps({"pages": pages, "problems": adoption.problems, "grew_kib": grew}))
+print(json.dumps({"pages": pages, "problems": adoption.problems, "grew_kib": peak() - before}))
 """
 
 
@@ -471,7 +510,8 @@ def test_the_total_cap_stops_the_adoption_with_its_reason(tmp_path: Path) -> Non
     (tmp_path / "sitemap.xml").write_bytes(index(*[f"{BASE}/{n}.xml" for n in "abc"]))
     size = sum(p.stat().st_size for p in tmp_path.glob("?.xml"))
     events, adoption = adopt(str(tmp_path / "sitemap.xml"), max_total_bytes=size - 1000)
-    assert f"adoption stopped: more than {size - 1000:,} bytes read in all" in adoption.problems
+    assert (f"adoption stopped: more than {size - 1000:,} bytes read in all, its limit (--max-total-bytes)"
+            in adoption.problems)  # fmt: skip
     assert 200 <= len(events) < 300
 
 

@@ -3,6 +3,7 @@ line of the report, and an ESC sequence is shown, not run (verify, adoption's re
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from collections.abc import Iterator
@@ -73,7 +74,8 @@ def test_verify_json_keeps_the_text_exact(server: RawServer, capsys: pytest.Capt
 
 def test_adoption_shows_each_skipped_page_on_one_line(server: RawServer, capsys: pytest.CaptureFixture[str]) -> None:
     hostile_site(server)
-    bodies, _ = _adopt(server.url("/sitemap.xml"), Site.parse(server.url("")), 10**7)
+    limits = argparse.Namespace(max_total_bytes=10**7, max_seconds=30.0)
+    bodies, _, _ = _adopt(server.url("/sitemap.xml"), Site.parse(server.url("")), limits)
     err = capsys.readouterr().err
     lines = err.splitlines()
     assert not [line for line in lines if RAW.search(line)]

@@ -24,7 +24,8 @@ OWN = "https://sitemaps.example.com"
 
 
 class Answers:
-    """An HTTP client answering every request with one status and body; records the URLs asked."""
+    """An HTTP client (the Http and WebGet ports) answering every request with one status and body; records the URLs
+    asked."""
 
     timeout = 20.0
 
@@ -35,6 +36,9 @@ class Answers:
     def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
         self.urls.append(url)
         return HttpResponse(self.status, {}, self.body)
+
+    def get(self, url: str, max_bytes: int, seconds: float) -> HttpResponse:
+        return self.request("GET", url)
 
 
 def published_index(base: str) -> tuple[list[str], list[str]]:

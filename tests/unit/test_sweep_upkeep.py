@@ -8,7 +8,6 @@ import gzip
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -23,16 +22,14 @@ INDEX = f"{BASE}/sitemap.xml"
 
 
 class Robots:
-    """Answers every request with one status and body; records (method, URL)."""
-
-    timeout = 20.0  # the Http port: the most one request may wait
+    """The WebGet port: answers every GET with one status and body; records (method, URL)."""
 
     def __init__(self, status: int, body: str = "") -> None:
         self.answer = HttpResponse(status, {}, body)
         self.requests: list[tuple[str, str]] = []
 
-    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
-        self.requests.append((method, url))
+    def get(self, url: str, max_bytes: int, seconds: float) -> HttpResponse:
+        self.requests.append(("GET", url))
         return self.answer
 
 

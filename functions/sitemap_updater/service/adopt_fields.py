@@ -1,4 +1,5 @@
-"""A sitemap's ``<url>`` element as an upsert event of the contract, and the fields to drop when one is invalid.
+"""A sitemap's ``<url>`` element as an upsert event of the contract, and the fields to drop when one is invalid;
+what a sitemap's root and DTD may be, and how a syntax error is told.
 
 Every field the contract has is kept: loc, lastmod, changefreq, priority, images with captions and titles,
 videos, news and hreflang alternates. Elements the contract has no field for are listed as dropped.
@@ -12,6 +13,7 @@ from typing import Any
 from lxml import etree
 
 from sitemap_updater.core.event_rules import MAX_ALTERNATES, MAX_IMAGES, MAX_VIDEOS
+from sitemap_updater.service.adopt_stream import FileError
 
 IMAGE = "http://www.google.com/schemas/sitemap-image/1.1"
 VIDEO = "http://www.google.com/schemas/sitemap-video/1.1"
@@ -174,3 +176,32 @@ def _label(element: Any) -> str:
 
 def _text(element: Any) -> str:
     return (element.text or "").strip()
+
+
+def check_root(element: Any) -> None:
+    """A sitemap's root element, without entities declared in a DTD or an external DTD (FileError otherwise)."""
+    name = etree.QName(element).localname
+    if name not in ("urlset", "sitemapindex"):
+        raise FileError(f"not a sitemap (root element <{name}>)")
+    info = element.getroottree().docinfo
+    dtd = info.internalDTD
+    entities = sorted(e.name for e in dtd.entities()) if dtd is not None else []
+    if entities:
+        raise FileError(
+            f"its DTD declares entities ({', '.join('&' + e + ';' for e in entities[:5])}): a sitemap has no DTD, "
+            "and adoption expands no entity (a page would lose the text after one); not read"
+        )
+    if info.system_url or info.public_id:
+        raise FileError(
+            f"it names an external DTD ({info.system_url or info.public_id!r}): a sitemap has none, and adoption "
+            "loads none (the entities it may declare would be lost); not read"
+        )
+
+
+def syntax_error(exc: etree.XMLSyntaxError) -> str:
+    """The first error lxml logged for this file, with its line and column (the exception's own message may
+    be a later consequence of it, such as "no element found" after an undeclared entity)."""
+    for entry in exc.error_log:  # type: ignore[attr-defined]
+        if entry.level >= etree.ErrorLevels.ERROR:
+            return f"line {entry.line}, column {entry.column}: {entry.message}"
+    return f"line {exc.lineno}, column {exc.position[1]}: {exc.msg}"

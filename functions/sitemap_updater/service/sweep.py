@@ -3,12 +3,15 @@ whose news turned two days old), two functions that run independently of each ot
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
 
 from sitemap_updater.core.messages import cleanup_message, news_expiry_message
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME
-from sitemap_updater.ports import Http
+from sitemap_updater.core.urls import Site, UrlError, normalise_host
+from sitemap_updater.ports import HttpResponse, WebGet
 from sitemap_updater.service.index import grace_over, published_indexes
 from sitemap_updater.service.marks import sweep_outboxes
 from sitemap_updater.service.parked import replay_parked
@@ -21,30 +24,87 @@ class SweepResult:
     robots_warning: str | None = None
 
 
-def robots_warning(pipeline: Pipeline, http: Http) -> str | None:
+ROBOTS_MAX_BYTES = 500 * 1024  # Google reads the first 500 KiB of a robots.txt and ignores the rest
+ROBOTS_SECONDS = 10.0  # the whole check, redirects included: a fraction of the sweep's 300 s
+ROBOTS_REDIRECTS = 5  # the hops Google follows for a robots.txt
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+class _NotRead(Exception):
+    """robots.txt was not read: why, as the warning says it."""
+
+
+def robots_warning(pipeline: Pipeline, web: WebGet, seconds: float = ROBOTS_SECONDS) -> str | None:
     """A warning when the site's robots.txt does not name every index file (the one network call the sweep
     makes): sitemap.xml, and the further index files of a site past the files one index may name; on the
-    sitemaps' own host when they have one (a cross-submission)."""
+    sitemaps' own host when they have one (a cross-submission). robots.txt is read as adoption reads sitemaps:
+    on the site's own scheme and host only (a redirect elsewhere is not followed), its first 500 KiB (what
+    Google reads), within ``seconds`` in all; a robots.txt that cannot be read is a warning, never an error."""
     names = sorted(published_indexes(pipeline.store.index_sha()), key=lambda n: (n != INDEX_NAME, len(n), n))
     wanted = [pipeline.files.file_url(name) for name in names or [INDEX_NAME]]
     lines = "; ".join(f"'Sitemap: {url}'" for url in wanted)
-    response = http.request("GET", pipeline.site.file_url("robots.txt"))
+    try:
+        response = _read_robots(pipeline.site, web, seconds)
+    except _NotRead as exc:
+        return f"{exc}; not checked: make sure it has {lines}"
     if response.status != 200:
         return f"robots.txt answered HTTP {response.status}; add {lines} to it"
+    text = response.body[: response.body.rfind("\n") + 1] if response.cut else response.body  # a cut line is not read
     named = set()
-    for line in response.body.splitlines():
+    for line in text.splitlines():
         name, _, value = line.partition(":")
         if name.strip().lower() == "sitemap":
             named.add(value.strip())
     missing = [url for url in wanted if url not in named]
     if not missing:
         return None
+    if response.cut:
+        return (f"robots.txt is longer than {ROBOTS_MAX_BYTES:,} bytes (500 KiB), the most Google reads of it, and "
+                f"its first {ROBOTS_MAX_BYTES:,} bytes do not name every sitemap index file: add "
+                + "; ".join(f"'Sitemap: {u}'" for u in missing) + " near its top")  # fmt: skip
     if missing == wanted == [pipeline.files.file_url(INDEX_NAME)]:
         return f"robots.txt does not name the sitemap index; add the line 'Sitemap: {missing[0]}'"
     return "robots.txt does not name every sitemap index file; add " + "; ".join(f"'Sitemap: {u}'" for u in missing)
 
 
-def sweep(pipeline: Pipeline, http: Http | None = None) -> SweepResult:
+def _read_robots(site: Site, web: WebGet, seconds: float) -> HttpResponse:
+    """The site's robots.txt, following redirects on the site's own scheme and host only."""
+    url = site.file_url("robots.txt")
+    end = time.monotonic() + seconds
+    for _ in range(ROBOTS_REDIRECTS + 1):
+        left = end - time.monotonic()
+        if left <= 0:
+            raise _NotRead(f"robots.txt ({url}) was not read within {seconds:g} s, the check's limit")
+        try:
+            response = web.get(url, ROBOTS_MAX_BYTES, left)
+        except TimeoutError:
+            raise _NotRead(f"robots.txt ({url}) was not read within {seconds:g} s, the check's limit") from None
+        except OSError as exc:
+            raise _NotRead(f"robots.txt ({url}) could not be read ({exc})") from None
+        if response.status not in _REDIRECTS:
+            return response
+        target = urljoin(url, response.headers.get("location", ""))
+        if not _on_site(target, site):
+            raise _NotRead(
+                f"robots.txt redirects to {target!r}, off the site's scheme and host ({site.base_url}): not "
+                "followed by this check"
+            )
+        url = target
+    raise _NotRead(f"robots.txt redirects more than {ROBOTS_REDIRECTS} times (the hops Google follows)")
+
+
+def _on_site(url: str, site: Site) -> bool:
+    parts = urlsplit(url)
+    try:
+        host, port = normalise_host(parts.hostname or ""), parts.port
+    except (UrlError, ValueError):
+        return False
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    netloc = host if port in (None, default) else f"{host}:{port}"
+    return parts.scheme == site.scheme and netloc == site.netloc
+
+
+def sweep(pipeline: Pipeline, web: WebGet | None = None) -> SweepResult:
     """Queue the rebuilds of changes whose ingest batch died before sending their marks (the outboxes it left
     open, found with one Query of their partition), and the rebuild requests an import that died after ending
     left parked."""
@@ -52,8 +112,8 @@ def sweep(pipeline: Pipeline, http: Http | None = None) -> SweepResult:
     if not pipeline.store.import_running():  # an import that died after ending: its parked rebuild requests
         requeued += replay_parked(pipeline)
     warning = None
-    if pipeline.settings.robots_check and http is not None:
-        warning = robots_warning(pipeline, http)
+    if pipeline.settings.robots_check and web is not None:
+        warning = robots_warning(pipeline, web)
     return SweepResult(requeued, warning)
 
 
