@@ -43,6 +43,9 @@ _PAGE_FIELDS = [f.name for f in fields(PageFields)]
 Charge = Callable[["Usage", Any], None]
 
 
+_V = 3  # an item's format version: ``v`` and the number 1
+
+
 def _units(size: int, unit: int) -> int:
     return max(1, math.ceil(size / unit))
 
@@ -51,9 +54,10 @@ def _utf8(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def manifest_item_size(section: str, key: int, url: str, record_len: int) -> int:
-    """A manifest entry item: ``pk`` sec#<section>, ``sk`` <key>#<url>, ``record`` the encoded state."""
-    return 2 + 4 + _utf8(section) + 2 + 17 + _utf8(url) + 6 + record_len
+def manifest_item_size(section: str, key: int, url: str, rank: str, record_len: int) -> int:
+    """A manifest entry item: ``pk`` sec#<section>, ``sk`` <key>#<url>, ``v`` 1, ``rank``, ``record`` the encoded
+    state."""
+    return 2 + 4 + _utf8(section) + 2 + 17 + _utf8(url) + _V + 4 + _utf8(rank) + 6 + record_len
 
 
 def _query_units(sizes: list[int], consistent: bool = True) -> tuple[float, int]:
@@ -186,7 +190,7 @@ class Meter:
         usage.wru += _units(max(before, after), KB) * factor
 
     def _states_sizes(self, section: str, states: list[PageState]) -> list[int]:
-        return [manifest_item_size(section, s.key, s.url, len(encode_state(s))) for s in states]
+        return [manifest_item_size(section, s.key, s.url, s.rank, len(encode_state(s))) for s in states]
 
     def _file_size(self, published: PublishedFile | None) -> int:
         return 0 if published is None else item_size(file_item(published))
@@ -196,8 +200,8 @@ class Meter:
         the table before it, how to charge it."""
         pages, files = self.store.pages, self.store.file_records
 
-        def outbox_size(name: str, urls: list[str] | None) -> int:  # pk, sk, the URLs joined by newlines
-            return 0 if urls is None else 2 + 6 + 2 + len(name) + 4 + max(0, sum(_utf8(u) + 1 for u in urls) - 1)
+        def outbox_size(name: str, urls: list[str] | None) -> int:  # pk, sk, v, the URLs joined by newlines
+            return 0 if urls is None else 2 + 6 + 2 + len(name) + _V + 4 + max(0, sum(_utf8(u) + 1 for u in urls) - 1)
 
         outbox = self.store.outbox
 
@@ -219,11 +223,8 @@ class Meter:
             def charge(u: Usage, _r: Any) -> None:
                 for w in writes:
                     self._write(u, 0, self._page_size(pages.get(w.url)))
-                    self._write(u, 0, manifest_item_size(w.section, w.key, w.url, len(w.record)))
-                sections = len({w.section for w in writes})
+                    self._write(u, 0, manifest_item_size(w.section, w.key, w.url, w.rank, len(w.record)))
                 u.calls["BatchWriteItem"] += math.ceil(2 * len(writes) / 25) - 1
-                u.calls["UpdateItem"] += sections
-                u.wru += sections
 
             return charge
 
@@ -240,8 +241,8 @@ class Meter:
             old = files.get(key)
             return lambda u, _r: self._write(u, self._file_size(old), self._file_size(files.get(key)))
 
-        def held_size(url: str, digest: str) -> int:  # pk held#<channel>, sk a SHA-256, url, digest, two numbers
-            return 2 + 20 + 2 + 64 + 3 + _utf8(url) + 6 + len(digest) + 11 + 6 + 10 + 6
+        def held_size(url: str, digest: str) -> int:  # pk held#<channel>, sk a SHA-256, v, url, digest, two numbers
+            return 2 + 20 + 2 + 64 + _V + 3 + _utf8(url) + 6 + len(digest) + 11 + 6 + 10 + 6
 
         def held(*_: Any) -> Charge:  # a Query of the channel's partition, eventually consistent
             return lambda u, found: self._query(u, [held_size(url, c.digest) for url, c in found.items()], False)
@@ -261,8 +262,8 @@ class Meter:
 
             return charge
 
-        def parked_size(parked_id: str, group: str, body: str) -> int:  # pk, sk (with #nn), the request's JSON
-            return 2 + 6 + 2 + len(parked_id) + 3 + 1 + _utf8(group) + _utf8(body) + 8
+        def parked_size(parked_id: str, group: str, body: str) -> int:  # pk, sk (with #nn), v, the request's JSON
+            return 2 + 6 + 2 + len(parked_id) + 3 + _V + 1 + _utf8(group) + _utf8(body) + 8
 
         def park(parked_id: str, messages: list[tuple[str, str]]) -> Charge:
             def charge(u: Usage, parked: bool) -> None:
@@ -289,7 +290,6 @@ class Meter:
             "close_outbox": ("DeleteItem", close_outbox),
             "outboxes": ("Query", outboxes),
             "import_pages": ("BatchWriteItem", import_pages),
-            "section_seq": ("GetItem", small_read),
             "entries": ("Query", lambda sec, *_: lambda u, found: self._query(u, self._states_sizes(sec, found))),
             "entries_for": ("BatchGetItem", entries_for),
             # A re-section's Scan: eventually consistent pages of the page states (the fake returns those alone).

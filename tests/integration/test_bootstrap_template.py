@@ -1,13 +1,16 @@
 """The bootstrap state machine's endings in template.yaml: every one releases the hold on the import, none before
-the worker's timeout has passed since the execution last started one, and the alarms bound how long it may hold."""
+the worker's timeout has passed since the execution last started one, and the alarms bound how long it may hold;
+and every payload it sends its worker carries the payload's format version."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from samtranslator.yaml_helper import yaml_parse
 
+from sitemap_updater.core.formats import BOOTSTRAP
 from sitemap_updater.service import bootstrap_release
 from tests.integration.test_template import TEMPLATE, transformed
 
@@ -25,7 +28,7 @@ def test_every_caught_failure_and_the_success_wait_out_the_worker_s_timeout_befo
         assert states[wait]["Seconds"] == bootstrap_release.RELEASE_AFTER_S > int(worker["Timeout"])
         assert states[wait]["Next"] == release
         assert states[release]["Parameters"]["Payload"] == {
-            "step": "release", "run.$": "$.run", "execution.$": "$$.Execution.Id"
+            "v": 1, "step": "release", "run.$": "$.run", "execution.$": "$$.Execution.Id"
         }  # fmt: skip
     assert states["Finish"]["Next"] == "WaitForLastWorkers" and states["Release"]["End"] is True
     assert states["ReleaseAfterFailure"]["Next"] == "Failed" and states["Failed"]["Type"] == "Fail"
@@ -67,3 +70,29 @@ def test_the_worker_may_describe_only_this_stack_s_bootstrap_executions() -> Non
     assert len(describe) == 1 and describe[0]["Action"] == "states:DescribeExecution"
     arn = "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:${AWS::StackName}-bootstrap:*"
     assert describe[0]["Resource"] == {"Fn::Sub": arn}
+
+
+def _payloads(states: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every payload the definition builds for the worker, by where it is built: a Task's ``Payload``, a map's
+    ``ItemSelector`` (its items' input) and the ResultSelector of a task whose output is its next call's payload."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, state in states.items():
+        payload = state.get("Parameters", {}).get("Payload")
+        if isinstance(payload, dict):
+            found[name] = payload
+        if "ItemSelector" in state:
+            found[f"{name} items"] = state["ItemSelector"]
+        if state.get("Parameters", {}).get("Payload.$") == "$" and "step" in state.get("ResultSelector", {}):
+            found[f"{name} again"] = state["ResultSelector"]
+        found.update(_payloads(state.get("ItemProcessor", {}).get("States", {})))
+    return found
+
+
+def test_every_payload_the_worker_is_sent_carries_the_format_version() -> None:
+    payloads = _payloads(_definition()["States"])
+    steps = {str(p["step"]) for p in payloads.values()}
+    assert steps == {"begin", "segments", "resection", "chunk", "plan", "render", "finish", "release"}
+    assert {name: p.get("v") for name, p in payloads.items()} == dict.fromkeys(payloads, BOOTSTRAP)
+    worker = yaml_parse(TEMPLATE.read_text(encoding="utf-8"))["Resources"]["BootstrapFunction"]["Properties"]
+    check = worker["Events"]["CheckTheImportHold"]["Properties"]["Input"]
+    assert json.loads(check) == {"v": BOOTSTRAP, "step": "check"}

@@ -15,7 +15,7 @@ from werkzeug import Request, Response
 
 from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.adapters.search_console import SearchConsole
-from sitemap_updater.core.messages import DirtyMark
+from sitemap_updater.core.messages import DirtyMark, index_change_record
 from sitemap_updater.core.sharding import page_key
 from sitemap_updater.local.runner import LocalRun
 from sitemap_updater.local.stack import session
@@ -330,8 +330,8 @@ def test_search_console_gets_the_index_once_per_interval_and_403_explains(
         notifiers = Notifiers(http, SearchConsole(http, lambda: "test-token", httpserver.url_for("/wm")))
         settings = local.pipeline.settings.model_copy(update={"notify_dry_run": False, "indexnow_key": ""})
         object.__setattr__(local.pipeline, "settings", settings)
-        first = notify([{"index": {"generation": 1}}], local.pipeline, notifiers)
-        again = notify([{"index": {"generation": 2}}], local.pipeline, notifiers)
+        first = notify([index_change_record(1, "s1", ["sitemap.xml"]).body], local.pipeline, notifiers)
+        again = notify([index_change_record(2, "s2", ["sitemap.xml"]).body], local.pipeline, notifiers)
     assert [n.status for n in first.sent] == [204] and again.sent == []
     assert puts == [path]
     assert "not an owner" in search_console_hint(403) and "sc-domain:" in search_console_hint(403)

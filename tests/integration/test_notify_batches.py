@@ -41,7 +41,7 @@ def test_changed_urls_are_sent_in_requests_of_at_most_10000_each_exactly_once(
     for section in ("blog", "docs", "shop"):
         mine = {u: "added" for u in urls if f"/{section}/" in u}
         digests = {u: f"d-{u[-5:]}" for u in mine}
-        records.append(change_record(section, 1, mine, digests, [], {}, {}).body)
+        records.append(change_record(section, mine, digests, [], {}, dict.fromkeys(mine, "r")).body)
     # When the notifier handles them
     result = notify(records, pipeline, Notifiers(HttpClient(timeout=20)))
     # Then each request holds at most 10,000 URLs, every URL is sent exactly once, and nothing else is sent
@@ -65,7 +65,7 @@ def test_the_urls_sent_are_recorded_so_a_redelivered_batch_sends_none_again(http
     httpserver.expect_request("/indexnow", method="POST").respond_with_handler(accept)
     pipeline = replace_settings(Stack(), indexnow_key=KEY, indexnow_endpoint=httpserver.url_for("/indexnow"))
     urls = {f"{BASE}/blog/p{i:05d}": "updated" for i in range(10_001)}
-    record = change_record("blog", 1, urls, dict.fromkeys(urls, "d"), [], {}, {}).body
+    record = change_record("blog", urls, dict.fromkeys(urls, "d"), [], {}, dict.fromkeys(urls, "r")).body
     notify([record], pipeline, Notifiers(HttpClient(timeout=20)))
     # When the same record is delivered again
     again = notify([record], pipeline, Notifiers(HttpClient(timeout=20)))

@@ -28,6 +28,10 @@ def _value_size(value: dict[str, Any]) -> int:
         return len(raw)
     if kind == "N":
         return len(raw.lstrip("-").replace(".", "")) // 2 + 1
+    if kind == "L":  # 3 bytes, and each element's size and 1 byte
+        return 3 + sum(_value_size(element) + 1 for element in raw)
+    if kind == "M":
+        return 3 + sum(len(name.encode()) + _value_size(element) + 1 for name, element in raw.items())
     return 1  # BOOL, NULL
 
 
@@ -63,7 +67,7 @@ class FakeDynamoClient:
 
     def _put(self, item: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
         """Ingest's conditional puts: a page state (compare-and-swap on its rank) or a section's item of a page
-        (an entry or a removal marker, only over an item without a rank or with a lower one)."""
+        (an entry or a removal marker, only where there is no item or one of a lower rank)."""
         store = self._store
         check_item(item, "PutItem")
         prefix, _, section = item["pk"]["S"].partition("#")
@@ -79,9 +83,9 @@ class FakeDynamoClient:
                 holds = current is not None and current.rank == values[":expected"]["S"]
         else:
             assert prefix == "sec", f"the fake does not know PutItem on {item['pk']['S']}"
-            assert expression == "attribute_not_exists(#rank) OR #rank < :rank", expression
+            assert expression == "attribute_not_exists(pk) OR #rank < :rank", expression
             url = next((u for u in store.refused_urls if item["sk"]["S"].endswith(f"#{url_id(u)}")), "")
-            ranked = store.entry_ranks.get((section, item["sk"]["S"]))  # None: no item, or one without a rank
+            ranked = store.entry_ranks.get((section, item["sk"]["S"]))  # None: no item
             holds = ranked is None or ranked < values[":rank"]["S"]
         if url in store.refused_urls:
             message = "One or more parameter values were invalid: refused by the simulation"
@@ -105,8 +109,7 @@ class FakeDynamoClient:
             assert prefix == "sec" and options.get("ConsistentRead"), "the fake reads only a section's item of a page"
             if Key["sk"]["S"] not in self._store.manifest.get(section, {}):
                 return {}
-            rank = self._store.entry_ranks.get((section, Key["sk"]["S"]))
-            return {"Item": {"pk": Key["pk"], **({"rank": {"S": rank}} if rank is not None else {})}}
+            return {"Item": {"v": {"N": "1"}, "rank": {"S": self._store.entry_ranks[(section, Key["sk"]["S"])]}}}
 
         return dict(self._store._call("get_item", get))
 
@@ -137,7 +140,7 @@ class FakeDynamoClient:
                     expires, sent = found
                     numbers = {"expires_at": {"N": str(expires)}, "quiet_until": {"N": str(sent.quiet_until_s)}}
                     rank = {"rank": {"S": sent.rank}} if sent.rank else {}
-                    items.append({**key, **numbers, "digest": {"S": sent.digest}, **rank})
+                    items.append({**key, "v": {"N": "1"}, **numbers, "digest": {"S": sent.digest}, **rank})
             unprocessed = {table: {**request, "Keys": keys[len(keys) - left :]}} if left else {}
             return {"Responses": {table: items}, "UnprocessedKeys": unprocessed}
 

@@ -51,7 +51,7 @@ class FakeStore:
         self.pages: dict[str, PageRecord] = {}
         self.manifest: dict[str, dict[str, bytes]] = {}  # a removal marker's record is b""
         self.entry_ranks: dict[tuple[str, str], str] = {}  # by (section, sort key): the rank each item carries
-        self.seqs: dict[str, int] = {}
+        self.seqs: dict[str, int] = {}  # the counters: rebuild numbers, when they began, the index generation
         self.file_records: dict[tuple[str, int], PublishedFile] = {}
         self.index: tuple[str, int] | None = None
         self.outbox: dict[str, list[str]] = {}  # open outboxes: name -> the URLs of their batch
@@ -119,7 +119,8 @@ class FakeStore:
 
     def open_outbox(self, outbox: str, urls: list[str]) -> None:
         def put() -> None:
-            check_item({"pk": {"S": "outbox"}, "sk": {"S": outbox}, "urls": {"S": "\n".join(urls)}}, "PutItem")
+            check_item({"pk": {"S": "outbox"}, "sk": {"S": outbox}, "v": {"N": "1"}, "urls": {"S": "\n".join(urls)}},
+                       "PutItem")  # fmt: skip
             self.outbox[outbox] = list(urls)
 
         self._call("put_item", put)
@@ -141,18 +142,14 @@ class FakeStore:
             for write in writes:
                 check_item(self.aws._page_item(write, ""), "BatchWriteItem")
                 entry = {"pk": {"S": f"sec#{write.section}"}, "sk": {"S": entry_sort_key(write.key, write.url)}}
-                check_item({**entry, "record": {"B": write.record}}, "BatchWriteItem")
+                check_item({**entry, "v": {"N": "1"}, "rank": {"S": write.rank}, "record": {"B": write.record}},
+                           "BatchWriteItem")  # fmt: skip
             for write in writes:
                 self.pages[write.url] = self._record(write, "")
                 self.manifest.setdefault(write.section, {})[entry_sort_key(write.key, write.url)] = write.record
                 self.entry_ranks[(write.section, entry_sort_key(write.key, write.url))] = write.rank
-            for section in {w.section for w in writes}:
-                self.seqs[section] = self.seqs.get(section, 0) + 1
 
         self._call("batch_write_item", load)
-
-    def section_seq(self, section: str) -> int:
-        return int(self._call("get_item", lambda: self.seqs.get(section, 0)))
 
     def entries(self, section: str, key_range: KeyRange) -> list[PageState]:
         low, high = f"{key_range.start:016x}#", f"{key_range.end - 1:016x}#\x7f"
@@ -311,7 +308,8 @@ class FakeStore:
         def put() -> bool:  # one item a request, as ManifestStore writes them, each within DynamoDB's limits
             items = {f"{parked_id}#{n:02d}": (group, body) for n, (group, body) in enumerate(messages)}
             for sk, pair in items.items():
-                check_item({"pk": {"S": "parked"}, "sk": {"S": sk}, "m": {"S": json.dumps(pair)}}, "TransactWriteItems")
+                item = {"pk": {"S": "parked"}, "sk": {"S": sk}, "v": {"N": "1"}, "m": {"S": json.dumps(pair)}}
+                check_item(item, "TransactWriteItems")
             if not self.importing:
                 return False
             self._parked().update({sk: [pair] for sk, pair in items.items()})

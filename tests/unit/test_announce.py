@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sitemap_updater.core.changes import View, changes, shown_digest
-from sitemap_updater.core.messages import DirtyMark, read_rebuild_request
+from sitemap_updater.core.messages import DirtyMark, change_record, read_rebuild_request
 from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange
@@ -139,8 +139,8 @@ def test_a_delete_left_to_the_notifier_replaces_an_older_change_of_the_same_batc
     announcements = Announcements(stack)
     url = _url("a")
     records = [
-        {"section": "blog", "changed": {url: "updated"}, "digests": {url: "d"}, "ranks": {url: "r1"}},
-        {"section": "news", "changed": {}, "removed_if_announced": {url: delete_rank}},
+        change_record("blog", {url: "updated"}, {url: "d"}, [], {}, {url: "r1"}).body,
+        change_record("news", {}, {}, [], {}, {}, {url: delete_rank}).body,
     ]
     notify(records, announcements.pipeline, Notifiers(announcements.engine))
     # Then the URL is sent once, and recorded as what the newer of the two says

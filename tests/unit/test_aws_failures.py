@@ -11,6 +11,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sitemap_updater.adapters.manifest import ManifestStore, StillUnprocessed
+from sitemap_updater.core.formats import UnknownFormat
+from sitemap_updater.core.messages import change_record
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.ports import HttpResponse
@@ -67,16 +69,23 @@ def test_an_entry_is_written_only_over_an_older_rank() -> None:
     assert store.put_entry(write) is False  # the section holds this rank or a newer one
     assert store.leave_section("news", write) is True
     entry, marker = client.calls
-    condition = "attribute_not_exists(#rank) OR #rank < :rank"
+    condition = "attribute_not_exists(pk) OR #rank < :rank"
     assert entry["ConditionExpression"] == marker["ConditionExpression"] == condition
     assert entry["Item"]["rank"] == marker["Item"]["rank"] == {"S": write.rank}
+    assert entry["Item"]["v"] == marker["Item"]["v"] == {"N": "1"}
     assert "record" in entry["Item"] and "record" not in marker["Item"]
     assert marker["Item"]["pk"] == {"S": "sec#news"} and marker["Item"]["sk"] == entry["Item"]["sk"]
 
 
-def test_an_entry_rank_reads_none_for_no_item_and_empty_for_an_entry_written_before_ranks() -> None:
-    store = _store(_Dynamo({}, {"Item": {"pk": {"S": "sec#blog"}}}, {"Item": {"rank": {"S": "r"}}}), [])
-    assert [store.entry_rank("blog", 1, f"{BASE}/blog/a") for _ in range(3)] == [None, "", "r"]
+def test_an_entry_rank_reads_none_for_no_item_and_refuses_an_item_of_another_format() -> None:
+    items = [{"v": {"N": "1"}, "rank": {"S": "r"}}, {"rank": {"S": "r"}}, {"v": {"N": "2"}, "rank": {"S": "r"}}]
+    store = _store(_Dynamo({}, *({"Item": item} for item in items)), [])
+    assert [store.entry_rank("blog", 1, f"{BASE}/blog/a") for _ in range(2)] == [None, "r"]
+    url = f"{BASE}/blog/a"
+    with pytest.raises(UnknownFormat, match=f"^the blog entry of {url} carries no format version; .* reads version 1"):
+        store.entry_rank("blog", 1, url)
+    with pytest.raises(UnknownFormat, match=f"^the blog entry of {url} is of format version 2; .* reads version 1"):
+        store.entry_rank("blog", 1, url)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +119,8 @@ def test_items_unprocessed_on_every_attempt_raise_instead_of_looping() -> None:
 
 def test_unprocessed_keys_are_read_again() -> None:
     keys = {"table": {"Keys": [{"pk": {"S": f"sent#{BASE}/a"}, "sk": {"S": "indexnow"}}]}}
-    item = {"pk": {"S": f"sent#{BASE}/a"}, "expires_at": {"N": "99"}, "quiet_until": {"N": "50"}, "digest": {"S": "d"}}
+    item = {"pk": {"S": f"sent#{BASE}/a"}, "v": {"N": "1"}, "expires_at": {"N": "99"}, "quiet_until": {"N": "50"},
+            "digest": {"S": "d"}}  # fmt: skip
     client = _Dynamo({"UnprocessedKeys": keys}, {"Responses": {"table": [item]}})
     found = _store(client, []).sent_records([f"{BASE}/a"], "indexnow", 10)
     assert found[f"{BASE}/a"].digest == "d"
@@ -138,7 +148,8 @@ def test_notify_gives_up_within_its_budget_and_the_budget_fits_the_function_time
     engine = _SlowBusyEngine(clock)
     notifiers = Notifiers(engine, None, sleep=lambda s: clock.__setitem__(0, clock[0] + s), monotonic=lambda: clock[0])
     pipeline = Simulation(Config(1, fault_rate=0.0)).pipeline
-    record = {"changed": {f"{BASE}/blog/a": "added"}, "digests": {f"{BASE}/blog/a": "d"}}
+    url = f"{BASE}/blog/a"
+    record = change_record("blog", {url: "added"}, {url: "d"}, [], {}, {url: "r"}).body
     # When the notifier handles a change record
     with pytest.raises(NotifyRetry):
         notify([record], pipeline, notifiers)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from sitemap_updater.core.messages import PageMark, change_record, mark_messages, pending_index_request
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service import batches
 from sitemap_updater.service.batches import index_batch, notify_batch, rebuild_batch
@@ -20,7 +21,7 @@ from sitemap_updater.service.marks import MarkBatch
 from sitemap_updater.service.notify import Notifiers, NotifyResult
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import rebuild_section
-from tests.conftest import BASE
+from tests.conftest import AS_OF_US, BASE
 from tests.sim.fakes import Message
 from tests.unit.test_dead_letter_reasons import FIFO_DLQ, Sqs, attributes, queue, record
 from tests.unit.test_recovery import NOW, Stack, page, replace_settings
@@ -53,7 +54,8 @@ def _notifiers(engine: Engine) -> Notifiers:
 
 
 def _change(*urls: str) -> str:
-    return json.dumps({"changed": dict.fromkeys(urls, "added"), "digests": dict.fromkeys(urls, "d")})
+    return json.dumps(change_record("blog", dict.fromkeys(urls, "added"), dict.fromkeys(urls, "d"), [], {},
+                                    dict.fromkeys(urls, "r")).body)  # fmt: skip
 
 
 def test_an_unreadable_change_record_fails_alone_and_the_rest_is_announced() -> None:
@@ -98,8 +100,9 @@ def test_a_failing_notifier_returns_its_error_and_fails_every_message(monkeypatc
 
 
 def _marks(*names_sections: tuple[str, str]) -> str:
-    marks = [{"url": f"{BASE}/{s}/{n}", "key": "0000000000000001", "change": "added"} for n, s in names_sections]
-    return json.dumps({"section": names_sections[0][1], "marks": marks})
+    marks = [PageMark(f"{BASE}/{s}/{n}", 1, "r", "added") for n, s in names_sections]
+    [message] = mark_messages(names_sections[0][1], AS_OF_US, marks)
+    return json.dumps(message.body)
 
 
 def test_a_rebuild_batch_fails_only_the_messages_of_sections_that_failed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,7 +146,8 @@ def test_a_failed_index_rebuild_returns_its_error_and_dead_letters_in_the_index_
         raise OSError("bucket gone")
 
     monkeypatch.setattr(batches, "rebuild_index", broken)
-    error, settled = index_batch([record("i-1", 4), record("i-2", 3)], pipeline)
+    body = json.dumps(pending_index_request(1, 0, 0).body)
+    error, settled = index_batch([record("i-1", 4, body), record("i-2", 3, body)], pipeline)
     assert error == "OSError: bucket gone" and settled.failures == ["i-2"]
     assert [d.reason for d in settled.dead_lettered] == ["failed on all 4 receives: OSError: bucket gone"]
     assert sqs.sent[0]["MessageGroupId"] == "index"

@@ -5,18 +5,20 @@ from __future__ import annotations
 from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile
 from sitemap_updater.core.render import IndexItem, render_index
 from sitemap_updater.core.sharding import KeyRange
+from sitemap_updater.core.snapshots import SnapshotRef
 from sitemap_updater.service.index import grace_over, index_items
 
 S = 1_000_000  # microseconds in a second
 NOW = 1_795_262_400 * S
 LIFETIME = 5 * S
+SNAPSHOT = SnapshotRef("_state/sitemap-blog/0000000000000000-1-0.states", 0, 100)
 
 
 def _file(
     name: str, published_us: int, prev_lastmod_us: int, state: str = "live", unnamed_us: int = 0
 ) -> PublishedFile:
-    return PublishedFile("blog", KeyRange(0, 1, 0), name, "sha", 900, 1, 10, 1, state=state,
-                         published_us=published_us, prev_lastmod_us=prev_lastmod_us, unnamed_us=unnamed_us)  # fmt: skip
+    return PublishedFile("blog", KeyRange(0, 1, 0), name, "sha", 900, 1, 10, state=state, published_us=published_us,
+                         prev_lastmod_us=prev_lastmod_us, unnamed_us=unnamed_us, snapshot=SNAPSHOT)  # fmt: skip
 
 
 def test_a_file_changed_within_the_lifetime_is_named_with_the_lastmod_the_cdn_may_still_serve() -> None:

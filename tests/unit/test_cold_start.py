@@ -62,9 +62,10 @@ def test_an_aws_call_that_keeps_failing_is_tried_four_times_then_raises(
     waits: list[float] = []
     environment.setattr(botocore.endpoint, "time", SimpleNamespace(sleep=waits.append))
     pipeline = current_pipeline()
-    # When the function reads a section's sequence, the call fails after four attempts and three backoffs
+    # When the function reads when a section's latest rebuild began, the call fails after four attempts and three
+    # backoffs
     with pytest.raises(Exception, match="reached max retries: 3"):
-        pipeline.store.section_seq("blog")
+        pipeline.store.rebuild_began_us("blog")
     assert len(httpserver.log) == 4 and len(waits) == 3
 
 

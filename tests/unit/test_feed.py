@@ -66,7 +66,7 @@ def test_the_notifier_keeps_the_feed_from_change_records_and_writes_it_only_when
     parsed = feedparser.parse(stack.s3.objects[FEED_NAME].data)
     assert [e.link for e in parsed.entries] == [f"{BASE}/blog/p{n}" for n in (6, 5, 4, 3, 2)]
     assert parsed.entries[0].updated.startswith("2026-11-07")
-    assert json.loads(stack.s3.objects[FEED_STATE].data)["version"] == 1
+    assert json.loads(stack.s3.objects[FEED_STATE].data)["seq"] == 1
     # And the same records again write nothing; a deleted page leaves the feed
     feed = stack.s3.objects[FEED_NAME]
     notify(records, stack.pipeline, Notifiers(NoHttp()))

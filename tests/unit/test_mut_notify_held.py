@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from sitemap_updater.core.messages import change_record
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import INDEXNOW, Notifiers, NotifyResult, notify
 from sitemap_updater.service.pipeline import Pipeline
@@ -36,8 +37,17 @@ def _run(pipeline: Pipeline, engine: Engine, at: datetime, *records: dict[str, A
     return notify(list(records), replace(pipeline, clock=lambda: at), notifiers)
 
 
+# What EventBridge puts into the notify queue every minute (AWS's Scheduled Event)
+WAKE_UP = {"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
+
+
+def _record(changed: dict[str, str], digests: dict[str, str], ranks: dict[str, str] | None = None) -> dict[str, Any]:
+    """A change record of pages whose ranks say nothing (""), unless given."""
+    return change_record("blog", changed, digests, [], {}, ranks or dict.fromkeys(changed, "")).body
+
+
 def _change(digest: str) -> dict[str, Any]:
-    return {"changed": {URL: "updated"}, "digests": {URL: digest}}
+    return _record({URL: "updated"}, {URL: digest})
 
 
 def test_a_change_inside_the_window_is_held_sent_once_after_it_and_then_forgotten() -> None:
@@ -54,14 +64,14 @@ def test_a_change_inside_the_window_is_held_sent_once_after_it_and_then_forgotte
     [(url, held)] = stack.store.held(INDEXNOW, now_s).items()
     assert url == URL and held.digest == "d2" and held.quiet_until_s == int(NOW.timestamp()) + WINDOW_S
     # A wake-up inside the window sends nothing
-    assert _run(pipeline, engine, later + timedelta(seconds=60), {}).sent == []
+    assert _run(pipeline, engine, later + timedelta(seconds=60), WAKE_UP).sent == []
     # The wake-up after the window sends the held change, and it is forgotten
     after = NOW + timedelta(seconds=WINDOW_S + 1)
-    result = _run(pipeline, engine, after, {})
+    result = _run(pipeline, engine, after, WAKE_UP)
     assert [n.urls for n in result.sent] == [[URL]] and engine.requests == [[URL], [URL]]
     assert stack.store.held(INDEXNOW, int(after.timestamp())) == {}
     # Later wake-ups have nothing to send, and nothing already sent to report
-    result = _run(pipeline, engine, after + timedelta(seconds=WINDOW_S * 2), {})
+    result = _run(pipeline, engine, after + timedelta(seconds=WINDOW_S * 2), WAKE_UP)
     assert (result.sent, result.already_sent, result.held) == ([], [], [])
     assert len(engine.requests) == 2
 
@@ -73,8 +83,8 @@ def test_held_changes_are_kept_until_the_latest_window_they_wait_for_has_ended()
     engine = Engine()
     other = f"{BASE}/blog/b"
     _run(pipeline, engine, NOW, _change("a1"))
-    _run(pipeline, engine, NOW + timedelta(seconds=100), {"changed": {other: "added"}, "digests": {other: "b1"}})
-    both = {"changed": {URL: "updated", other: "updated"}, "digests": {URL: "a2", other: "b2"}}
+    _run(pipeline, engine, NOW + timedelta(seconds=100), _record({other: "added"}, {other: "b1"}))
+    both = _record({URL: "updated", other: "updated"}, {URL: "a2", other: "b2"})
     result = _run(pipeline, engine, NOW + timedelta(seconds=150), both)
     assert result.held == [URL, other]
     expiries = {expires for (_channel, _url), (expires, _change) in stack.store.held_items.items()}
@@ -82,7 +92,7 @@ def test_held_changes_are_kept_until_the_latest_window_they_wait_for_has_ended()
 
 
 def _ranked(digest: str, rank: str, change: str = "updated") -> dict[str, Any]:
-    return {"changed": {URL: change}, "digests": {URL: digest}, "ranks": {URL: rank}}
+    return _record({URL: change}, {URL: digest}, {URL: rank})
 
 
 def test_a_change_record_older_than_what_was_announced_announces_nothing() -> None:

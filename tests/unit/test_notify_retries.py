@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from sitemap_updater.adapters.search_console import SearchConsole
+from sitemap_updater.core.messages import change_record, index_change_record
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import Notifiers, NotifyResult, NotifyRetry, notify, retry_delay
 from sitemap_updater.service.pipeline import Pipeline
@@ -49,9 +50,9 @@ def _notify(
     waits: list[float] = []
     search_console = SearchConsole(console, lambda: "token") if console is not None else None
     notifiers = Notifiers(engine, search_console, sleep=waits.append, monotonic=monotonic)
-    records: list[dict[str, Any]] = [{"changed": {URL: "added"}, "digests": {URL: "d1"}}]
+    records: list[dict[str, Any]] = [change_record("blog", {URL: "added"}, {URL: "d1"}, [], {}, {URL: "r1"}).body]
     if console is not None:
-        records = [{"index": {"generation": 1, "sha256": "s"}}]
+        records = [index_change_record(1, "s", ["sitemap.xml"]).body]
     return notify(records, pipeline, notifiers), waits
 
 
@@ -104,7 +105,9 @@ def test_a_refusal_below_500_other_than_429_is_final(status: int) -> None:
 def test_urls_whose_content_was_announced_already_are_reported_in_order() -> None:
     pipeline: Pipeline = replace_settings(Stack(), indexnow_key="0123456789abcdef")
     urls = [f"{BASE}/blog/{name}" for name in ("h", "c", "f", "a", "g", "b", "e", "d")]
-    record = {"changed": dict.fromkeys(urls, "updated"), "digests": dict.fromkeys(urls, "d")}
+    record = change_record(
+        "blog", dict.fromkeys(urls, "updated"), dict.fromkeys(urls, "d"), [], {}, dict.fromkeys(urls, "r")
+    ).body
     notifiers = Notifiers(Engine(200), None, sleep=lambda _s: None, monotonic=lambda: 0.0)
     notify([record], pipeline, notifiers)
     again = notify([record], pipeline, notifiers)

@@ -1,19 +1,18 @@
 """Rebuild and index behaviour the recovery tests leave unstated: the retired-file grace to the microsecond, the
 CDN lifetime when a merged file reuses a name, an incremental plan at the byte limit and below a recorded file
-after the limits changed, rebuild messages of an earlier version, no index work for a rebuild that changed nothing,
+after the limits changed, rebuilds asked for a key in no file, no index work for a rebuild that changed nothing,
 and what an index rebuild reports. All on the in-memory stack of ``test_recovery``."""
 
 from __future__ import annotations
 
 import gzip
-import json
 import re
 from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
 
-from sitemap_updater.core.messages import DirtyMark, read_rebuild_request
+from sitemap_updater.core.messages import DirtyMark, news_expiry_message, read_rebuild_request
 from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.service.index import StaleIndex, rebuild_index
@@ -122,19 +121,6 @@ def test_after_the_limit_is_lowered_an_untouched_file_over_it_is_split_with_its_
     assert all(f.url_count <= 2 for f in stack.store.file_records.values())
 
 
-def test_a_rebuild_message_of_an_earlier_version_publishes_its_page() -> None:
-    stack = Stack()
-    stack.send(page("a", version=1))
-    [body] = [json.loads(m.body) for m in stack.queues["rebuild"].messages]
-    stack.queues["rebuild"].messages.clear()
-    [mark] = body["marks"]
-    earlier = {"section": body["section"], "url": mark["url"], "key": mark["key"], "change": mark["change"]}
-    [done] = rebuild_sections(stack.pipeline, read_rebuild_request(earlier))
-    assert done.put and done.changed_urls == {f"{BASE}/blog/a": "added"} and done.latencies_s == []
-    stack.drain()
-    stack.check()
-
-
 def test_a_rebuild_that_changes_nothing_queues_no_index_rebuild() -> None:
     stack = Stack(max_urls=2)
     stack.send(*[page(f"p{i}", version=1) for i in range(5)])
@@ -181,7 +167,7 @@ def test_a_mark_for_a_key_next_to_a_file_but_in_none_is_rebuilt() -> None:
     edges = {k for k in edges if not any(r.contains(k) for r in live)}
     assert edges
     for key in sorted(edges):
-        rebuild_sections(stack.pipeline, read_rebuild_request({"section": "blog", "key": f"{key:016x}"}))
+        rebuild_sections(stack.pipeline, read_rebuild_request(news_expiry_message("blog", key, "any", 0).body))
     stack.drain()
     # Then each rebuild finishes, and every page is still listed once
     stack.check()

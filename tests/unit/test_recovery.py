@@ -21,7 +21,15 @@ from typing import Any
 import pytest
 
 from sitemap_updater.adapters.storage import SitemapBucket
-from sitemap_updater.core.messages import DirtyMark, cleanup_message, read_rebuild_request
+from sitemap_updater.core.messages import (
+    DirtyMark,
+    PageMark,
+    cleanup_message,
+    mark_messages,
+    news_expiry_message,
+    read_rebuild_request,
+    repair_message,
+)
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
 from sitemap_updater.service.index import UNSETTLED, rebuild_index
@@ -511,15 +519,13 @@ def test_marks_are_sent_in_messages_under_the_size_limit(length: int, per_messag
 
 
 def test_rebuild_messages_of_every_shape_are_read() -> None:
-    assert read_rebuild_request({"section": "blog", "marks": [{"url": "u", "key": "00000000000000ff",
-                                                                 "change": "added"}]}) == [
-        DirtyMark("blog", "u", 255, "added")
-    ]  # fmt: skip
-    assert read_rebuild_request({"section": "blog", "key": "0000000000000010"}) == [DirtyMark("blog", key=16)]
-    assert read_rebuild_request({"section": "blog", "url": "u", "change": "removed"}) == [
-        DirtyMark("blog", "u", None, "removed")
-    ]
-    assert read_rebuild_request({"section": "blog", "cleanup": True}) == [DirtyMark("blog", cleanup=True)]
+    [marks] = mark_messages("blog", 7, [PageMark("u", 255, "rank", "added")], 3)
+    assert read_rebuild_request(marks.body) == [DirtyMark("blog", "u", 255, "added", at_us=7, batch_changes=3)]
+    news = news_expiry_message("blog", 16, "sitemap-blog-0000000000000010.xml.gz", 0)
+    assert read_rebuild_request(news.body) == [DirtyMark("blog", key=16)]
+    repair = repair_message("blog", 16, "sitemap-blog-0000000000000010.xml.gz", 0)
+    assert read_rebuild_request(repair.body) == [DirtyMark("blog", key=16)]
+    assert read_rebuild_request(cleanup_message("blog", 1).body) == [DirtyMark("blog", cleanup=True)]
 
 
 def test_news_exactly_48_hours_old_is_still_part_of_the_announced_digest() -> None:
@@ -553,7 +559,7 @@ def test_a_section_s_cleanup_requests_share_its_rebuild_group() -> None:
     stack.send(page("a", section="Über Uns"))
     [mark] = stack.queues["rebuild"].messages
     body, group, _dedup = cleanup_message("Über Uns", 1)
-    assert group == mark.group and body == {"section": "Über Uns", "cleanup": True}
+    assert group == mark.group and body == {"v": 1, "section": "Über Uns", "cleanup": True}
 
 
 def test_an_event_failing_on_its_last_receive_is_dead_lettered_with_its_error() -> None:
@@ -595,7 +601,7 @@ def test_the_index_change_record_names_the_new_index() -> None:
     stack.drain()
     [record] = [r for r in stack.notifications() if "index" in r]
     digest = hashlib.sha256(stack.s3.objects["sitemap.xml"].data).hexdigest()
-    assert record == {"index": {"generation": 1, "sha256": digest, "names": ["sitemap.xml"]}}
+    assert record == {"v": 1, "index": {"generation": 1, "sha256": digest, "names": ["sitemap.xml"]}}
 
 
 def test_one_changed_page_rewrites_one_file_and_reads_only_its_snapshot_and_the_page() -> None:

@@ -13,6 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from sitemap_updater.adapters.search_console import SearchConsole
+from sitemap_updater.core.messages import index_change_record
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import Notifiers, notify
 from sitemap_updater.service.sweep import robots_warning
@@ -96,7 +97,7 @@ def test_search_console_is_given_the_index_where_it_is_served(base: str) -> None
     notifiers = Notifiers(
         console, SearchConsole(console, lambda: "token"), sleep=lambda _s: None, monotonic=lambda: 0.0
     )
-    notify([{"index": {"generation": 1, "sha256": "s"}}], pipeline, notifiers)
+    notify([index_change_record(1, "s", ["sitemap.xml"]).body], pipeline, notifiers)
     [url] = console.urls
     assert url.endswith("/sitemaps/" + quote(f"{base or BASE}/sitemap.xml", safe=""))
 

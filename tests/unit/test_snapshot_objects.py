@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import replace
 from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from sitemap_updater.core.messages import DirtyMark, read_rebuild_request
-from sitemap_updater.core.snapshots import STATE_PREFIX, legacy_key
+from sitemap_updater.core.snapshots import STATE_PREFIX
 from sitemap_updater.service.publish import SNAPSHOT_GRACE_S, SWEEP_EVERY
 from sitemap_updater.service.rebuild import rebuild_section, rebuild_sections
 from sitemap_updater.service.reconcile import reconcile
@@ -56,7 +55,7 @@ def _snapshot_objects(stack: Stack) -> set[str]:
 
 
 def _named(stack: Stack) -> set[str]:
-    return {f.snapshot.key for f in stack.store.files() if f.snapshot is not None}
+    return {f.snapshot.key for f in stack.store.files()}
 
 
 def _site(stack: Stack) -> None:
@@ -71,8 +70,8 @@ def test_a_rebuild_of_many_files_puts_one_object_of_snapshots_each_record_naming
     records = [f for f in stack.store.files() if f.section == "blog"]
     assert len(records) >= 4
     assert len(puts) == 1  # one rebuild of the section, one snapshot PUT for all its files
-    blocks = sorted((f.snapshot.offset, f.snapshot.length) for f in records if f.snapshot is not None)
-    assert {f.snapshot.key for f in records if f.snapshot is not None} == {puts[0]["Key"]}
+    blocks = sorted((f.snapshot.offset, f.snapshot.length) for f in records)
+    assert {f.snapshot.key for f in records} == {puts[0]["Key"]}
     assert len(blocks) == len(records) and blocks[0][0] == 0
     assert all(a + n == b for (a, n), (b, _) in pairwise(blocks))  # one after another
     assert blocks[-1][0] + blocks[-1][1] == len(stack.s3.objects[puts[0]["Key"]].data)
@@ -98,7 +97,7 @@ def test_the_next_rebuild_reads_only_its_file_s_block_and_renders_what_the_manif
     assert (from_manifest.snapshots_read, from_manifest.put) == (0, [name])
     assert len(gets) == 1 and gets[0]["returned"] < min(whole)
     assert gets[0]["Range"].startswith("bytes=") and gets[0]["returned"] > 0
-    assert record.snapshot is not None and record.snapshot.length > 0
+    assert record.snapshot.length > 0
     # and the bytes published are the ones a render from the manifest gives
     assert _files(stack) == _files(bare)
 
@@ -132,7 +131,7 @@ def test_a_crash_after_the_snapshot_put_leaves_an_object_that_a_later_sweep_dele
 def _sweeping_rebuild(stack: Stack, event: dict[str, Any]) -> None:
     """Rebuild the section of ``event`` in a rebuild whose version makes it list the section's objects."""
     counter = "\0rebuilds#blog"
-    while (stack.store.section_seq("blog") + stack.store.seqs[counter] + 1) % SWEEP_EVERY:
+    while (stack.store.seqs[counter] + 1) % SWEEP_EVERY:
         stack.store.seqs[counter] += 1
     stack.send(event)
     _rebuild(stack)
@@ -168,34 +167,6 @@ def test_an_object_a_record_still_names_is_never_deleted() -> None:
     assert len(_snapshot_objects(stack) - _named(stack)) <= 1  # the one the last rebuild replaced, if recent
 
 
-def test_the_per_file_snapshots_of_an_older_stack_are_still_read() -> None:
-    # Given a site whose records name no block, each file's snapshot kept alone (as stacks before 2026-11-25 did)
-    stack = Stack(max_urls=2)
-    _site(stack)
-    for key, published in list(stack.store.file_records.items()):
-        at = published.snapshot
-        assert at is not None
-        block = stack.s3.objects[at.key].data[at.offset : at.offset + at.length]
-        stack.s3.put_object(Bucket="b", Key=legacy_key(published.name), Body=block, Metadata={"seq": "0"})
-        stack.store.file_records[key] = replace(published, snapshot=None)
-    for name in {n for n in _snapshot_objects(stack) if "/" in n.removeprefix(STATE_PREFIX)}:
-        del stack.s3.objects[name]
-    # When one page changes
-    stack.send(page("p3", version=2, priority=0.4))
-    [done] = _rebuild(stack)
-    # Then its file is rendered from its own snapshot and the one page, and the file's record names a block now
-    # (its own snapshot, which nothing reads any more, is deleted; the other files keep theirs)
-    [name] = done.put
-    assert (done.snapshots_read, done.entries_read) == (1, 1)
-    stack.drain()
-    record = next(f for f in stack.store.files() if f.name == name)
-    assert record.snapshot is not None and record.snapshot.key in stack.s3.objects
-    assert legacy_key(name) not in stack.s3.objects
-    others = [f for f in stack.store.files() if f.name != name]
-    assert others and all(f.snapshot is None and legacy_key(f.name) in stack.s3.objects for f in others)
-    stack.check()
-
-
 def test_a_rebuild_of_more_states_than_one_object_holds_puts_several_each_file_reading_its_own_block() -> None:
     # Given a rebuild whose objects hold at most five states each
     stack = Stack(max_urls=2)
@@ -204,10 +175,10 @@ def test_a_rebuild_of_more_states_than_one_object_holds_puts_several_each_file_r
         patch.setattr("sitemap_updater.service.publish.PART_STATES", 5)
         _site(stack)
     # Then its files' snapshots went into several objects, none holding more than five states' files
-    records = [f for f in stack.store.files() if f.section == "blog" and f.snapshot is not None]
-    objects = {f.snapshot.key for f in records if f.snapshot is not None}
+    records = [f for f in stack.store.files() if f.section == "blog"]
+    objects = {f.snapshot.key for f in records}
     assert len(puts) == len(objects) > 1
-    assert all(sum(f.url_count for f in records if f.snapshot and f.snapshot.key == key) <= 5 for key in objects)
+    assert all(sum(f.url_count for f in records if f.snapshot.key == key) <= 5 for key in objects)
     # and the next rebuild of each file reads its own block
     for i in range(12):
         stack.send(page(f"p{i}", version=2, priority=0.4))

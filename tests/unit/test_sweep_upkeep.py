@@ -99,7 +99,7 @@ def test_upkeep_expires_news_once_it_is_past_two_days_old_and_not_before() -> No
     assert upkeep(stack.pipeline).news_expired == 1
     [message] = stack.queues["rebuild"].messages
     [story] = [f for f in stack.store.file_records.values() if f.news_until_us]
-    assert json.loads(message.body) == {"section": "blog", "key": f"{story.key_range.start:016x}"}
+    assert json.loads(message.body) == {"v": 1, "section": "blog", "key": f"{story.key_range.start:016x}"}
     assert message.group == "blog"
     stack.drain()
     # Then the file lists the page without its news
@@ -126,6 +126,6 @@ def test_upkeep_asks_one_cleanup_per_section_whose_unnamed_files_are_past_their_
     stack.pipeline = replace(stack.pipeline, clock=lambda: now)
     assert upkeep(stack.pipeline).cleanups == 2
     bodies = [json.loads(m.body) for m in stack.queues["rebuild"].messages]
-    assert bodies == [{"section": "blog", "cleanup": True}, {"section": "news", "cleanup": True}]
+    assert bodies == [{"v": 1, "section": "blog", "cleanup": True}, {"v": 1, "section": "news", "cleanup": True}]
     stack.drain()
     assert not any(f.state == "unnamed" for f in stack.store.file_records.values())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
+
+from sitemap_updater.core.formats import check
 
 
 def s(value: str) -> dict[str, Any]:
@@ -27,3 +29,10 @@ def conditional(operation: Callable[[], object]) -> bool:
             return False
         raise
     return True
+
+
+def checked(item: Mapping[str, Any], known: int, what: str) -> Mapping[str, Any]:
+    """``item``, once its format version (its ``v``, a number) is found to be ``known``; else UnknownFormat."""
+    raw = item.get("v", {}).get("N")
+    check(int(raw) if isinstance(raw, str) and raw.isdigit() else raw, known, what)
+    return item

@@ -1,13 +1,15 @@
 """DynamoDB: the published-file records (partition ``files``, sort key ``<section>#<range start as 16 hex>``):
-range, sha256, lastmod, counts, state, the block of its snapshot. Part of ``ManifestStore``."""
+their format version, range, sha256, lastmod, counts, state, the block of its snapshot. Part of ``ManifestStore``."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sitemap_updater.adapters.dynamo_values import checked
 from sitemap_updater.adapters.dynamo_values import conditional as _conditional
 from sitemap_updater.adapters.dynamo_values import n as _n
 from sitemap_updater.adapters.dynamo_values import s as _s
+from sitemap_updater.core.formats import FILE_RECORDS
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.sharding import KeyRange
 from sitemap_updater.core.snapshots import PendingPut, SnapshotRef
@@ -109,6 +111,7 @@ def file_item(published: PublishedFile) -> dict[str, Any]:
     r = published.key_range
     return {
         **_file_key(published),
+        "v": _n(FILE_RECORDS),
         "section": _s(published.section),
         "start": _n(r.start),
         "end": _n(r.end),
@@ -118,7 +121,6 @@ def file_item(published: PublishedFile) -> dict[str, Any]:
         "lastmod_us": _n(published.lastmod_us),
         "url_count": _n(published.url_count),
         "entry_bytes": _n(published.entry_bytes),
-        "seq": _n(published.seq),
         "state": _s(published.state),
         "news_until_us": _n(published.news_until_us),
         "pending_index": {"BOOL": published.pending_index},
@@ -126,13 +128,16 @@ def file_item(published: PublishedFile) -> dict[str, Any]:
         "published_us": _n(published.published_us),
         "prev_lastmod_us": _n(published.prev_lastmod_us),
         "unnamed_us": _n(published.unnamed_us),
-        **({"snapshot": _s(published.snapshot.encode())} if published.snapshot is not None else {}),
+        "snapshot": _s(published.snapshot.encode()),
         **({"pending": _s(published.pending.encode())} if published.pending is not None else {}),
         **({"shown": {"L": [_s(ref.encode()) for ref in published.shown]}} if published.shown else {}),
     }
 
 
 def _file_from_item(item: dict[str, Any]) -> PublishedFile:
+    """A published-file record as read (UnknownFormat for one of another format version); ``pending`` and
+    ``shown`` are written only while a rebuild publishes under its name."""
+    checked(item, FILE_RECORDS, f"the file record {item['sk']['S']}")
     return PublishedFile(
         section=item["section"]["S"],
         key_range=KeyRange(int(item["start"]["N"]), int(item["end"]["N"]), int(item["depth"]["N"])),
@@ -141,15 +146,14 @@ def _file_from_item(item: dict[str, Any]) -> PublishedFile:
         lastmod_us=int(item["lastmod_us"]["N"]),
         url_count=int(item["url_count"]["N"]),
         entry_bytes=int(item["entry_bytes"]["N"]),
-        seq=int(item["seq"]["N"]),
         state=item["state"]["S"],
-        news_until_us=int(item.get("news_until_us", {}).get("N", "0")),
-        pending_index=item.get("pending_index", {}).get("BOOL", False),
-        unsettled=item.get("unsettled", {}).get("BOOL", False),
-        published_us=int(item.get("published_us", {}).get("N", "0")),
-        prev_lastmod_us=int(item.get("prev_lastmod_us", {}).get("N", "0")),
-        unnamed_us=int(item.get("unnamed_us", {}).get("N", "0")),
-        snapshot=SnapshotRef.decode(item["snapshot"]["S"]) if "snapshot" in item else None,
+        news_until_us=int(item["news_until_us"]["N"]),
+        pending_index=item["pending_index"]["BOOL"],
+        unsettled=item["unsettled"]["BOOL"],
+        published_us=int(item["published_us"]["N"]),
+        prev_lastmod_us=int(item["prev_lastmod_us"]["N"]),
+        unnamed_us=int(item["unnamed_us"]["N"]),
+        snapshot=SnapshotRef.decode(item["snapshot"]["S"]),
         pending=PendingPut.decode(item["pending"]["S"]) if "pending" in item else None,
         shown=tuple(SnapshotRef.decode(ref["S"]) for ref in item.get("shown", {}).get("L", [])),
     )

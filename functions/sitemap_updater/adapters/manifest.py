@@ -1,13 +1,14 @@
-"""DynamoDB: page states, per-section manifests and sequence counters; the published-file records are in
+"""DynamoDB: page states, per-section manifests and counters; the published-file records are in
 ``file_records`` (one class of both).
 
-One table, keys ``pk`` (partition) and ``sk`` (sort):
+One table, keys ``pk`` (partition) and ``sk`` (sort); every item but the counters carries its format's version,
+``v`` (``core/formats.py``), which its reader checks:
 
 | item | pk | sk | what |
 |---|---|---|---|
 | page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, outbox |
 | manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url id>`` | rank, encoded entry or tombstone (none: left) |
-| section sequence | ``seq#<section>`` | ``seq`` | bumped by an import (stacks before 2026-11-25: by every change) |
+| rebuild number | ``rebuilds#<section>`` | ``seq`` | a counter each rebuild of the section takes, and when it began |
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state, snapshot |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
 | outbox | ``outbox`` | ``<opened, 16 hex>#<batch>`` | the URLs an ingest batch may change, until its marks are sent |
@@ -29,10 +30,12 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from sitemap_updater.adapters.backoff import Backoff
+from sitemap_updater.adapters.dynamo_values import checked
 from sitemap_updater.adapters.dynamo_values import conditional as _conditional
 from sitemap_updater.adapters.dynamo_values import n as _n
 from sitemap_updater.adapters.dynamo_values import s as _s
 from sitemap_updater.adapters.file_records import FileRecords
+from sitemap_updater.core.formats import ITEMS
 from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 _FILES = "files"
 _OUTBOX = "outbox"
 _PARKED = "parked"
+_V = {"v": _n(ITEMS)}  # the format version every item but the counters carries
 
 
 class StillUnprocessed(RuntimeError):
@@ -52,8 +56,8 @@ class StillUnprocessed(RuntimeError):
 
 
 # DynamoDB's key limits ("Constraints in Amazon DynamoDB", developer guide: partition key values at most 2,048
-# bytes, sort key values at most 1,024 bytes, items at most 400 KB). The page state's ``pk`` is also the sort
-# key of the sparse ``pending`` index, so it keeps within 1,024 bytes as well. A canonical URL may have 2,047.
+# bytes, sort key values at most 1,024 bytes, items at most 400 KB). A manifest entry's sort key is the page's key
+# (16 hex digits and ``#``) and its URL id, so the id keeps within 1,000 bytes. A canonical URL may have 2,047.
 URL_ID_BYTES = 1_000
 
 
@@ -104,6 +108,7 @@ class ManifestStore(FileRecords):
         return {
             "pk": _s(page_pk(write.url)),
             "sk": _s("state"),
+            **_V,
             "url": _s(write.url),
             "rank": _s(write.rank),
             "kind": _s(write.kind),
@@ -112,7 +117,7 @@ class ManifestStore(FileRecords):
             "digest": _s(write.digest),
             "lastmod": _s(write.lastmod),
             "change": _s(write.change),
-            "moved_from": _s(write.moved_from),
+            **({"moved_from": {"L": [_s(left) for left in write.moved_from]}} if write.moved_from else {}),
             "outbox": _s(outbox),
             **({"section_named": {"BOOL": True}} if write.section_named else {}),
             **kept,
@@ -148,29 +153,27 @@ class ManifestStore(FileRecords):
         return self._put_section_item(section, write, {})
 
     def _put_section_item(self, section: str, write: PageWrite, record: dict[str, Any]) -> bool:
-        item = {"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(write.key, write.url)), "rank": _s(write.rank)}
+        key = {"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(write.key, write.url))}
         return _conditional(
             lambda: self._client.put_item(
                 TableName=self.table,
-                Item={**item, **record},
-                # An entry written before entries carried their rank has none: any event that got this far is newer.
-                ConditionExpression="attribute_not_exists(#rank) OR #rank < :rank",
+                Item={**key, **_V, "rank": _s(write.rank), **record},
+                ConditionExpression="attribute_not_exists(pk) OR #rank < :rank",
                 ExpressionAttributeNames={"#rank": "rank"},
                 ExpressionAttributeValues={":rank": _s(write.rank)},
             )
         )
 
     def entry_rank(self, section: str, key: int, url: str) -> str | None:
-        """The rank of the page's item in ``section`` (strongly consistent): None when there is none, "" for an
-        entry written before entries carried their rank."""
+        """The rank of the page's item in ``section`` (strongly consistent): None when there is none."""
         item = self._client.get_item(
             TableName=self.table,
             Key={"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))},
             ConsistentRead=True,
-            ProjectionExpression="pk, #rank",
+            ProjectionExpression="v, #rank",
             ExpressionAttributeNames={"#rank": "rank"},
         ).get("Item")
-        return None if item is None else item.get("rank", {}).get("S", "")
+        return None if item is None else str(checked(item, ITEMS, f"the {section} entry of {url}")["rank"]["S"])
 
     def scan_pages(
         self, segment: int, total: int, cursor: dict[str, str] | None, limit: int | None = None
@@ -200,7 +203,7 @@ class ManifestStore(FileRecords):
         """Before an ingest batch records its first change: the URLs it may change (its page states will name
         ``outbox``). While the item exists, those page states' marks may not have been sent."""
         self._client.put_item(
-            TableName=self.table, Item={"pk": _s(_OUTBOX), "sk": _s(outbox), "urls": _s("\n".join(urls))}
+            TableName=self.table, Item={"pk": _s(_OUTBOX), "sk": _s(outbox), **_V, "urls": _s("\n".join(urls))}
         )
 
     def outbox_open(self, outbox: str) -> bool:
@@ -229,13 +232,13 @@ class ManifestStore(FileRecords):
             ConsistentRead=True,
         ):
             for item in page.get("Items", []):
-                urls = item["urls"]["S"]
+                urls = checked(item, ITEMS, f"outbox {item['sk']['S']}")["urls"]["S"]
                 found.append((item["sk"]["S"], urls.split("\n") if urls else []))
         return found
 
     def import_pages(self, writes: list[PageWrite]) -> None:
-        """Bulk-load pages (a site's first import): page states and manifest entries in batches of 25,
-        then one sequence bump per section. Not conditional: run it before events flow."""
+        """Bulk-load pages (a site's first import): page states and manifest entries in batches of 25. Not
+        conditional: run it before events flow."""
         items: list[dict[str, Any]] = []
         for write in writes:
             items.append(self._page_item(write, ""))
@@ -243,26 +246,14 @@ class ManifestStore(FileRecords):
                 {
                     "pk": _s(f"sec#{write.section}"),
                     "sk": _s(entry_sort_key(write.key, write.url)),
+                    **_V,
                     "rank": _s(write.rank),
                     "record": {"B": write.record},
                 }
             )
         self._batch_write(items)
-        for section in sorted({w.section for w in writes}):
-            self._client.update_item(
-                TableName=self.table,
-                Key={"pk": _s(f"seq#{section}"), "sk": _s("seq")},
-                UpdateExpression="ADD n :one",
-                ExpressionAttributeValues={":one": _n(1)},
-            )
 
     # --- manifests ----------------------------------------------------------------------------------
-    def section_seq(self, section: str) -> int:
-        item = self._client.get_item(
-            TableName=self.table, Key={"pk": _s(f"seq#{section}"), "sk": _s("seq")}, ConsistentRead=True
-        ).get("Item")
-        return int(item["n"]["N"]) if item else 0
-
     def entries(self, section: str, key_range: KeyRange) -> list[PageState]:
         """The manifest of one key range of a section (live entries and tombstones), sorted by key and URL."""
         low = f"{key_range.start:016x}#"
@@ -276,14 +267,15 @@ class ManifestStore(FileRecords):
             ConsistentRead=True,
         ):
             for item in page.get("Items", []):
-                if "record" in item:  # not a removal marker
+                if "record" in checked(item, ITEMS, f"the {section} entry {item['sk']['S']}"):  # not a marker
                     states.extend(decode_states(item["record"]["B"]))
         return states
 
     def entries_for(self, section: str, pages: list[tuple[int, str]]) -> list[PageState]:
         """The manifest entries of the given (key, URL) pages of a section, those that exist (BatchGetItem)."""
         keys = [{"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))} for key, url in pages]
-        found = [item["record"]["B"] for item in self._batch_get(keys) if "record" in item]
+        items = (checked(item, ITEMS, f"the {section} entry {item['sk']['S']}") for item in self._batch_get(keys))
+        found = [item["record"]["B"] for item in items if "record" in item]
         return [state for record in found for state in decode_states(record)]
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -307,11 +299,10 @@ class ManifestStore(FileRecords):
         found: dict[str, SentRecord] = {}
         by_pk = {sent_pk(url): url for url in urls}
         for item in self._batch_get([{"pk": _s(pk), "sk": _s(channel)} for pk in by_pk]):
-            if int(item["expires_at"]["N"]) > now_s:
-                found[by_pk[item["pk"]["S"]]] = SentRecord(
-                    int(item.get("quiet_until", item["expires_at"])["N"]),
-                    item.get("digest", {}).get("S", "?"),
-                    item.get("rank", {}).get("S", ""),
+            url = by_pk[item["pk"]["S"]]
+            if int(checked(item, ITEMS, f"what {channel} accepted for {url}")["expires_at"]["N"]) > now_s:
+                found[url] = SentRecord(
+                    int(item["quiet_until"]["N"]), item["digest"]["S"], item.get("rank", {}).get("S", "")
                 )
         return found
 
@@ -327,7 +318,7 @@ class ManifestStore(FileRecords):
         showed it), and until when not to send it again; ``expires_at_s`` is also the table's TTL attribute."""
         ranks = ranks or {}
         items = [
-            {"pk": _s(sent_pk(url)), "sk": _s(channel), "digest": _s(digest), "quiet_until": _n(quiet_until_s),
+            {"pk": _s(sent_pk(url)), "sk": _s(channel), **_V, "digest": _s(digest), "quiet_until": _n(quiet_until_s),
              "expires_at": _n(expires_at_s), **({"rank": _s(ranks[url])} if ranks.get(url) else {})}
             for url, digest in sorted(digests.items())
         ]  # fmt: skip
@@ -382,12 +373,12 @@ class ManifestStore(FileRecords):
         item = self._client.get_item(
             TableName=self.table, Key={"pk": _s("index"), "sk": _s("index")}, ConsistentRead=True
         ).get("Item")
-        return item["sha256"]["S"] if item else None
+        return str(checked(item, ITEMS, "the index item")["sha256"]["S"]) if item else None
 
     def put_index_sha(self, sha256: str, generation: int) -> None:
         self._client.put_item(
             TableName=self.table,
-            Item={"pk": _s("index"), "sk": _s("index"), "sha256": _s(sha256), "generation": _n(generation)},
+            Item={"pk": _s("index"), "sk": _s("index"), **_V, "sha256": _s(sha256), "generation": _n(generation)},
         )
 
     # --- a bulk import in progress (``import``): set before its first write, removed after its index --------
@@ -400,7 +391,7 @@ class ManifestStore(FileRecords):
     def set_import_running(self, running: bool, began_us: int = 0) -> None:
         key = {"pk": _s("import"), "sk": _s("import")}
         if running:  # an import from the command line: no execution holds it
-            self._client.put_item(TableName=self.table, Item={**key, "began_us": _n(began_us)})
+            self._client.put_item(TableName=self.table, Item={**key, **_V, "began_us": _n(began_us)})
         else:
             self._client.delete_item(TableName=self.table, Key=key)
 
@@ -410,8 +401,9 @@ class ManifestStore(FileRecords):
         ).get("Item")
         if item is None:
             return None
+        checked(item, ITEMS, "the import item")
         return ImportHold(item.get("execution", {}).get("S", ""), item.get("run", {}).get("S", ""),
-                          int(item.get("began_us", {}).get("N", "0")))  # fmt: skip
+                          int(item["began_us"]["N"]))  # fmt: skip
 
     def begin_import(self, hold: ImportHold) -> bool:
         """Hold the import for ``hold.execution`` unless something else holds it (False); a retry of the same
@@ -420,9 +412,14 @@ class ManifestStore(FileRecords):
             lambda: self._client.update_item(
                 TableName=self.table,
                 Key={"pk": _s("import"), "sk": _s("import")},
-                UpdateExpression="SET execution = :e, run = :r, began_us = if_not_exists(began_us, :b)",
+                UpdateExpression="SET v = :v, execution = :e, run = :r, began_us = if_not_exists(began_us, :b)",
                 ConditionExpression="attribute_not_exists(pk) OR execution = :e",
-                ExpressionAttributeValues={":e": _s(hold.execution), ":r": _s(hold.run), ":b": _n(hold.began_us)},
+                ExpressionAttributeValues={
+                    ":v": _n(ITEMS),
+                    ":e": _s(hold.execution),
+                    ":r": _s(hold.run),
+                    ":b": _n(hold.began_us),
+                },
             )
         )
 
@@ -445,7 +442,7 @@ class ManifestStore(FileRecords):
         would not fit one 400 KB item (a transaction takes 100 items and 4 MB)."""
         puts: list[Any] = [
             {"Put": {"TableName": self.table, "Item": {
-                "pk": _s(_PARKED), "sk": _s(f"{parked_id}#{number:02d}"),
+                "pk": _s(_PARKED), "sk": _s(f"{parked_id}#{number:02d}"), **_V,
                 "m": _s(json.dumps([group, body], separators=(",", ":"), ensure_ascii=False)),
             }}}
             for number, (group, body) in enumerate(messages)
@@ -474,7 +471,7 @@ class ManifestStore(FileRecords):
         )
         for page in pages:
             for item in page.get("Items", []):
-                group, body = json.loads(item["m"]["S"])
+                group, body = json.loads(checked(item, ITEMS, f"parked request {item['sk']['S']}")["m"]["S"])
                 found.append((item["sk"]["S"], [(group, body)]))
         return found
 
@@ -505,7 +502,7 @@ class ManifestStore(FileRecords):
         )
         for page in pages:
             for item in page.get("Items", []):
-                if int(item["expires_at"]["N"]) > now_s:
+                if int(checked(item, ITEMS, f"a change {channel} holds back")["expires_at"]["N"]) > now_s:
                     found[item["url"]["S"]] = SentRecord(
                         int(item["quiet_until"]["N"]), item["digest"]["S"], item.get("rank", {}).get("S", "")
                     )
@@ -516,7 +513,7 @@ class ManifestStore(FileRecords):
         self._batch_requests(
             [
                 {"PutRequest": {"Item": {
-                    **self._held_key(url, channel), "url": _s(url), "digest": _s(change.digest),
+                    **self._held_key(url, channel), **_V, "url": _s(url), "digest": _s(change.digest),
                     "quiet_until": _n(change.quiet_until_s), "expires_at": _n(expires_at_s),
                     **({"rank": _s(change.rank)} if change.rank else {})}}}
                 for url, change in sorted(changes.items())
@@ -546,18 +543,21 @@ class ManifestStore(FileRecords):
 
 
 def page_record(url: str, item: dict[str, Any]) -> PageRecord:
-    """A page-state item as read."""
+    """A page-state item as read (UnknownFormat for one of another format version). Written only when they say
+    something: ``moved_from`` (none: the state removes the page from no section), ``entry_rank`` (none: its own
+    rank) and ``section_named`` (none: false)."""
+    checked(item, ITEMS, f"the page state of {url}")
     return PageRecord(
         url=url,
         rank=item["rank"]["S"],
         kind=item["kind"]["S"],
         section=item["section"]["S"],
         key=int(item["key"]["S"], 16),
-        digest=item.get("digest", {}).get("S", ""),
-        lastmod=item.get("lastmod", {}).get("S", ""),
-        change=item.get("change", {}).get("S", ""),
-        moved_from=item.get("moved_from", {}).get("S", ""),
-        outbox=item.get("outbox", {}).get("S", ""),
+        digest=item["digest"]["S"],
+        lastmod=item["lastmod"]["S"],
+        change=item["change"]["S"],
+        moved_from=tuple(left["S"] for left in item.get("moved_from", {}).get("L", [])),
+        outbox=item["outbox"]["S"],
         entry_rank=item.get("entry_rank", item["rank"])["S"],
         section_named=item.get("section_named", {}).get("BOOL", False),
     )

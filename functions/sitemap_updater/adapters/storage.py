@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from sitemap_updater.core.snapshots import SnapshotRef, legacy_key
+from sitemap_updater.core.snapshots import SnapshotRef
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -116,12 +116,9 @@ class SitemapBucket:
             raise
         return True
 
-    def read_snapshot(self, name: str, at: SnapshotRef | None = None) -> bytes | None:
-        """The snapshot block of file ``name``: the bytes ``at`` names (one ranged GET), or without it the
-        object a stack from before 2026-11-25 kept beside the file; None when there is none (a block whose object
-        was deleted, or cut short, is none either)."""
-        if at is None:
-            return self.read(legacy_key(name))
+    def read_snapshot(self, at: SnapshotRef) -> bytes | None:
+        """The snapshot block ``at`` names (one ranged GET); None when there is none (a block whose object was
+        deleted, or cut short, is none either)."""
         try:
             found = self._client.get_object(
                 Bucket=self.bucket, Key=at.key, Range=f"bytes={at.offset}-{at.offset + at.length - 1}"
@@ -141,10 +138,6 @@ class SitemapBucket:
             ContentType="application/octet-stream",
             Metadata={"seq": "0"},
         )
-
-    def delete_snapshot(self, name: str) -> None:
-        """Delete the snapshot a stack from before 2026-11-25 kept beside file ``name``."""
-        self._client.delete_object(Bucket=self.bucket, Key=legacy_key(name))
 
     def delete(self, name: str) -> None:
         self._client.delete_object(Bucket=self.bucket, Key=name)

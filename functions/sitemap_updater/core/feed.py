@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from sitemap_updater.core.entry import w3c_micros
+from sitemap_updater.core.formats import FEED, check
 from sitemap_updater.core.text import escape_text
 
 FEED_NAME = "sitemap-changes.atom"  # beside the sitemaps: CloudFront serves sitemap* from the bucket
@@ -39,20 +40,23 @@ class FeedEntry(NamedTuple):
 
 @dataclass(slots=True)
 class FeedState:
-    """The feed's entries and a number every write takes (its compare-and-swap version)."""
+    """The feed's entries and a number every write takes (its compare-and-swap version, kept as ``seq`` beside
+    the format's own version, ``v``)."""
 
     entries: list[FeedEntry] = field(default_factory=list)
     version: int = 0
 
     def to_json(self) -> bytes:
-        return json.dumps({"version": self.version, "entries": [list(e) for e in self.entries]}).encode()
+        return json.dumps({"v": FEED, "seq": self.version, "entries": [list(e) for e in self.entries]}).encode()
 
     @classmethod
     def from_json(cls, data: bytes | None) -> FeedState:
+        """The state as kept (none yet: empty); UnknownFormat for one of another format version."""
         if not data:
             return cls()
         raw = json.loads(data)
-        return cls([FeedEntry(str(u), int(t), str(s)) for u, t, s in raw["entries"]], int(raw["version"]))
+        check(raw.get("v"), FEED, f"the feed's state ({FEED_STATE})")
+        return cls([FeedEntry(str(u), int(t), str(s)) for u, t, s in raw["entries"]], int(raw["seq"]))
 
 
 def apply(state: FeedState, changes: list[FeedChange], limit: int, gone: set[str] | None = None) -> FeedState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sitemap_updater.core.entry import Entry
 from sitemap_updater.core.reduce import Tombstone
@@ -96,7 +96,7 @@ class PublishedFile:
     ``state`` is ``writing`` (about to be put under a name nothing else records; never named by the index),
     ``live`` (named by the index), ``retiring`` (left the layout; still named until the next index) or
     ``unnamed`` (the published index no longer names it; deleted once the CDN can no longer serve an index
-    naming it). ``seq`` is the section manifest sequence the bytes were rendered from.
+    naming it).
     """
 
     section: str
@@ -106,7 +106,6 @@ class PublishedFile:
     lastmod_us: int
     url_count: int
     entry_bytes: int
-    seq: int
     state: str = "live"
     news_until_us: int = 0  # when the oldest news entry it shows turns two days old (0: none)
     pending_index: bool = False  # published, not yet announced by an index rebuild (named, invalidated)
@@ -116,7 +115,7 @@ class PublishedFile:
     # held bytes none of whose pages had a lastmod)
     prev_lastmod_us: int = 0
     unnamed_us: int = 0  # when the index stopped naming it
-    snapshot: SnapshotRef | None = None  # its snapshot's block (None: the per-file object of older stacks, if any)
+    snapshot: SnapshotRef = field(kw_only=True)  # the block of the states its bytes were rendered from
     # While a rebuild publishes under the name (``unsettled`` or ``writing``): the bytes it is about to put, and the
     # blocks of bytes earlier attempts put and died before recording, which a crawler may have seen; the record a
     # rebuild writes once its change record is sent has neither.
@@ -125,5 +124,5 @@ class PublishedFile:
 
     def snapshot_keys(self) -> set[str]:
         """The objects of snapshots this record names."""
-        refs = [self.snapshot, *self.shown, self.pending.snapshot if self.pending is not None else None]
-        return {ref.key for ref in refs if ref is not None}
+        refs = [self.snapshot, *self.shown, *([self.pending.snapshot] if self.pending is not None else [])]
+        return {ref.key for ref in refs}

@@ -4,7 +4,10 @@ requests (section rebuilds, index). Each comes with its FIFO message group and d
 
 Groups: one per section on the rebuild queue (its rebuilds never overlap), one for the index and one for the
 notifier. Deduplication IDs name what a message stands for, so a message sent again by a retried invocation
-within SQS's five-minute window is dropped (and an index request stands for every request of its window)."""
+within SQS's five-minute window is dropped (and an index request stands for every request of its window).
+
+Every body carries its format's version (``v``, ``core/formats.py``); a reader refuses any other version with
+UnknownFormat, which its function reports as an unreadable message (dead-lettered with that reason)."""
 
 from __future__ import annotations
 
@@ -15,13 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from sitemap_updater.core.feed import FeedChange
+from sitemap_updater.core.formats import MESSAGES, check
 from sitemap_updater.core.sharding import section_slug
 
 INDEX_GROUP = "index"
 NOTIFY_GROUP = "notify"
 MAX_MARKS_PER_MESSAGE = 100
 _MAX_MARK_BYTES = 200_000  # under SQS's 256 KiB per message, with URLs of up to 2,047 characters
-UNKNOWN_DIGEST = "?"  # a change record without entry digests (written by an older version)
 
 
 class Message(NamedTuple):
@@ -34,6 +37,12 @@ class Message(NamedTuple):
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_message(body: Mapping[str, Any], what: str) -> Mapping[str, Any]:
+    """``body``, once its format version is found to be the one this code reads; else UnknownFormat."""
+    check(body.get("v"), MESSAGES, what)
+    return body
 
 
 # --- the rebuild queue ---------------------------------------------------------------------------------------
@@ -73,6 +82,7 @@ def mark_messages(section: str, at_us: int, marks: list[PageMark], batch_changes
             end += 1
         chunk = marks[start:end]
         body = {
+            "v": MESSAGES,
             "section": section,
             "at": at_us,
             "changes": batch_changes,
@@ -85,44 +95,35 @@ def mark_messages(section: str, at_us: int, marks: list[PageMark], batch_changes
 
 def news_expiry_message(section: str, range_start: int, file_name: str, news_until_us: int) -> Message:
     """A rebuild of the file starting at ``range_start`` once its newest news item is two days old."""
-    body = {"section": section, "key": f"{range_start:016x}"}
+    body = {"v": MESSAGES, "section": section, "key": f"{range_start:016x}"}
     return Message(body, section_slug(section), _sha256(f"news|{file_name}|{news_until_us}"))
 
 
 def repair_message(section: str, range_start: int, file_name: str, found_us: int) -> Message:
     """A rebuild of the file starting at ``range_start``, found missing or changed out of band (reconciliation)."""
-    body = {"section": section, "key": f"{range_start:016x}"}
+    body = {"v": MESSAGES, "section": section, "key": f"{range_start:016x}"}
     return Message(body, section_slug(section), _sha256(f"repair|{file_name}|{found_us}"))
 
 
 def cleanup_message(section: str, generation: int) -> Message:
     """A request that ``section`` delete the files the index no longer names (once per index generation)."""
-    body = {"section": section, "cleanup": True}
+    body = {"v": MESSAGES, "section": section, "cleanup": True}
     return Message(body, section_slug(section), _sha256(f"cleanup|{section}|{generation}"))
 
 
 def read_rebuild_request(body: Mapping[str, Any]) -> list[DirtyMark]:
-    """The marks one rebuild message carries: a list of changed pages (``marks``), in the order they changed, or
-    one key (news expiry), one page (a message of an earlier version) or a cleanup request."""
-    section = str(body["section"])
+    """The marks one rebuild message carries: a list of changed pages (``marks``), in the order they changed, one
+    file's key (news expiry, repair) or a cleanup request. UnknownFormat for a message of another version."""
+    section = str(check_message(body, "a rebuild request")["section"])
     if "marks" in body:
-        at, changes = body.get("at"), body.get("changes")
-        at_us = int(at) if isinstance(at, int) else None
-        batch = int(changes) if isinstance(changes, int) else 0
+        at_us, batch = int(body["at"]), int(body["changes"])
         return [
-            DirtyMark(section, m["url"], int(m["key"], 16), m.get("change"), at_us=at_us, batch_changes=batch)
+            DirtyMark(section, m["url"], int(m["key"], 16), m["change"], at_us=at_us, batch_changes=batch)
             for m in body["marks"]
         ]
-    key = body.get("key")
-    return [
-        DirtyMark(
-            section=section,
-            url=body.get("url"),
-            key=int(key, 16) if isinstance(key, str) else None,
-            change=body.get("change"),
-            cleanup=bool(body.get("cleanup", False)),
-        )
-    ]
+    if body.get("cleanup") is True:
+        return [DirtyMark(section, cleanup=True)]
+    return [DirtyMark(section, key=int(body["key"], 16))]
 
 
 # --- the notify queue ----------------------------------------------------------------------------------------
@@ -132,7 +133,7 @@ class ChangeRecords:
     removed), the last record's in FIFO order, and whether an index was published."""
 
     digests: dict[str, str] = field(default_factory=dict)
-    ranks: dict[str, str] = field(default_factory=dict)  # of the page state behind each digest ("": not known)
+    ranks: dict[str, str] = field(default_factory=dict)  # of the page state behind each digest
     indexes: set[str] = field(default_factory=set)  # index files published (sitemap.xml, sitemap-index-<n>.xml)
     changes: list[FeedChange] = field(default_factory=list)  # every change in FIFO order, for the feed
     # pages deleted where no file showed them: removed only if last announced as shown (URL -> rank, section)
@@ -141,7 +142,6 @@ class ChangeRecords:
 
 def change_record(
     section: str,
-    seq: int,
     changed: dict[str, str],
     digests: dict[str, str],
     files: list[str],
@@ -155,7 +155,7 @@ def change_record(
     announced, is known to be older); and the pages deleted in the section that none of its files showed (URL ->
     rank), to announce as removed only if the search engines were last told they exist (another section's file
     showed them). One group: notifier runs never overlap."""
-    body = {"section": section, "seq": seq, "changed": changed, "digests": digests, "files": files}
+    body = {"v": MESSAGES, "section": section, "changed": changed, "digests": digests, "files": files}
     body["lastmods"] = lastmods
     body["ranks"] = ranks
     if unless_unannounced:
@@ -165,29 +165,38 @@ def change_record(
 
 def index_change_record(generation: int, sha256: str, names: list[str]) -> Message:
     """An index rebuild published index files (``names``; ``sha256`` of them all): Search Console is told."""
-    body = {"index": {"generation": generation, "sha256": sha256, "names": sorted(names)}}
+    body = {"v": MESSAGES, "index": {"generation": generation, "sha256": sha256, "names": sorted(names)}}
     return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
 
 
+def is_wake_up(body: Mapping[str, Any]) -> bool:
+    """Whether a body on the notify queue is the scheduled wake-up (an EventBridge Scheduled Event, AWS's format)."""
+    return body.get("source") == "aws.events"
+
+
 def read_change_records(bodies: Sequence[Mapping[str, Any]]) -> ChangeRecords:
-    """Change records in FIFO order; any other body (the scheduled wake-up) says nothing. Of several records of a
-    URL the one of the highest rank wins (the last, when ranks are equal or unknown)."""
+    """Change records in FIFO order (UnknownFormat for one of another version); the scheduled wake-up says
+    nothing. Of several records of a URL the one of the highest rank wins (the last, when ranks are equal)."""
     records = ChangeRecords()
     for body in bodies:
-        digests, lastmods, ranks = body.get("digests", {}), body.get("lastmods", {}), body.get("ranks", {})
-        for url, change in body.get("changed", {}).items():
-            rank = str(ranks.get(url, ""))
+        if is_wake_up(body):
+            continue
+        check_message(body, "a change record")
+        if "index" in body:
+            records.indexes.update(body["index"]["names"])
+            continue
+        digests, lastmods, ranks, section = body["digests"], body["lastmods"], body["ranks"], str(body["section"])
+        for url, change in body["changed"].items():
+            rank = str(ranks[url])  # "" for a page removed here that has no page state at all
             if rank and rank < records.ranks.get(url, ""):
                 continue  # an older state than one this batch already holds (a redelivery split differently)
-            records.digests[url] = str(digests.get(url, UNKNOWN_DIGEST))
+            records.digests[url] = str(digests[url])
             records.ranks[url] = rank
-            updated = int(lastmods.get(url, 0))
-            records.changes.append(FeedChange(url, str(change), str(body.get("section", "")), updated))
+            updated = int(lastmods.get(url, 0))  # none for a page no file shows now
+            records.changes.append(FeedChange(url, str(change), section, updated))
         for url, rank in body.get("removed_if_announced", {}).items():
             if str(rank) >= records.unless_unannounced.get(url, ("", ""))[0]:
-                records.unless_unannounced[url] = (str(rank), str(body.get("section", "")))
-        if "index" in body:  # a record of an earlier version names no files: it was sitemap.xml
-            records.indexes.update(body["index"].get("names", ["sitemap.xml"]))
+                records.unless_unannounced[url] = (str(rank), section)
     return records
 
 
@@ -198,12 +207,12 @@ def index_request(body: dict[str, Any], now_us: int, window_us: int, unique: str
     them after every request it stands for was sent, and that one rebuild reads every file record they were sent
     for. Without a window (nothing caches) each request is its own (``unique``)."""
     key = f"index|{now_us // window_us}" if window_us else unique
-    return Message(body, INDEX_GROUP, _sha256(key))
+    return Message({"v": MESSAGES, **body}, INDEX_GROUP, _sha256(key))
 
 
-def section_index_request(section: str, seq: int, published: str, now_us: int, window_us: int) -> Message:
+def section_index_request(section: str, published: str, now_us: int, window_us: int) -> Message:
     """A section rebuild's request; ``published`` names what it published (its own ID without a window)."""
-    return index_request({"section": section, "seq": seq}, now_us, window_us, f"{section}|{seq}|{published}")
+    return index_request({"section": section}, now_us, window_us, f"{section}|{published}")
 
 
 def pending_index_request(generation: int, now_us: int, window_us: int) -> Message:

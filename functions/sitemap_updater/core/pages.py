@@ -17,10 +17,11 @@ class PageFields:
     key: int
     digest: str
     lastmod: str
-    # For recovery: how the entry changed, and the sections whose entries this state removes (``left_sections``:
-    # the section the page left, and those an unfinished earlier move may still have written; empty: none).
+    # For recovery: how the entry changed, and the sections whose entries of the page this state replaces by a
+    # removal marker (the section the page left, and those an unfinished earlier move may still have written;
+    # sorted, so equal sets give equal items; empty: none).
     change: str
-    moved_from: str
+    moved_from: tuple[str, ...]
     # Whether the event named the section (else the Sections setting gave it, and a re-section may move it).
     section_named: bool = field(default=False, kw_only=True)
 
@@ -38,7 +39,7 @@ class PageRecord(PageFields):
 @dataclass(frozen=True, slots=True)
 class SentRecord:
     """What a search engine last accepted for a URL: until when to stay quiet, the entry's digest, and the rank of
-    the page state it showed ("" when not known: recorded by an older version)."""
+    the page state it showed ("" for a send of no page state: Search Console's of the index)."""
 
     quiet_until_s: int
     digest: str
@@ -50,17 +51,3 @@ class PageWrite(PageFields):
     """A change to record: the new page state and its manifest entry (an encoded PageState)."""
 
     record: bytes
-
-
-# Joins the sections a state removes the page from in ``moved_from``: no section name holds it (XML text forbids it).
-_SECTIONS_SEP = "\x00"
-
-
-def left_sections(fields: PageFields) -> list[str]:
-    """The sections whose entries of this page the state replaces by a removal marker (its ``moved_from``)."""
-    return fields.moved_from.split(_SECTIONS_SEP) if fields.moved_from else []
-
-
-def join_sections(sections: set[str]) -> str:
-    """The ``moved_from`` naming ``sections`` (sorted, so equal sets give equal items)."""
-    return _SECTIONS_SEP.join(sorted(sections))

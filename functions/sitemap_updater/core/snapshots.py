@@ -2,11 +2,10 @@
 and the pages it is marked for.
 
 A rebuild keeps the snapshots of every file it renders in one object, ``_state/sitemap-<section slug>/<written
-at, 16 hex microseconds>-<rebuild version>-<part>.states``: blocks one after another, each an ASCII line (what the
-block is the snapshot of: the file's bytes and range) and the deflated states. A file's record names its block
-(object key, offset, length), which the next rebuild reads alone (a ranged GET). Stacks from before 2026-11-25
-kept one object per file, ``_state/<file name without .xml.gz>.states``, holding one block; records that name no
-block are read from there.
+at, 16 hex microseconds>-<rebuild version>-<part>.states``: blocks one after another, each an ASCII line (its
+format version, a space, and what the block is the snapshot of: the file's bytes and range) and the deflated
+states (``core/records.py``). A file's record names its block (object key, offset, length), which the next rebuild
+reads alone (a ranged GET).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import re
 import zlib
 from dataclasses import dataclass
 
+from sitemap_updater.core.formats import SNAPSHOTS, check
 from sitemap_updater.core.sharding import section_slug
 
 STATE_PREFIX = "_state/"  # the bucket policy lets CloudFront read sitemap* and the IndexNow key only
@@ -61,23 +61,26 @@ class PendingPut:
 
 
 def pack_block(snapshot_id: str, states: bytes) -> bytes:
-    """One block: ``snapshot_id`` (one ASCII line of at most 200 characters) and ``states`` (encoded page
-    states), deflated."""
+    """One block: its format version and ``snapshot_id`` (one ASCII line; the id of at most 200 characters) and
+    ``states`` (encoded page states), deflated."""
     head = snapshot_id.encode("ascii")
     if len(head) > MAX_SNAPSHOT_ID or b"\n" in head:
         raise ValueError(f"a snapshot's id is one ASCII line of at most {MAX_SNAPSHOT_ID} characters")
-    return head + b"\n" + zlib.compress(states, _LEVEL)
+    return b"%d %s\n%s" % (SNAPSHOTS, head, zlib.compress(states, _LEVEL))
 
 
-def unpack_block(data: bytes | None) -> tuple[str, bytes] | None:
-    """(What the block is the snapshot of, its encoded states); None for no block or one that is not whole."""
+def unpack_block(data: bytes | None, what: str = "a snapshot block") -> tuple[str, bytes] | None:
+    """(What the block is the snapshot of, its encoded states); None for no block or one that is not whole.
+    UnknownFormat for a block of another format version (``what`` names it in the error)."""
     if data is None:
         return None
-    end = data.find(b"\n", 0, MAX_SNAPSHOT_ID + 1)
+    end = data.find(b"\n", 0, MAX_SNAPSHOT_ID + 12)
     if end < 0:
         return None
+    version, _, head = data[:end].partition(b" ")
+    check(int(version) if version.isdigit() else version.decode("ascii", "replace"), SNAPSHOTS, what)
     try:
-        return data[:end].decode("ascii"), zlib.decompress(data[end + 1 :])
+        return head.decode("ascii"), zlib.decompress(data[end + 1 :])
     except (zlib.error, UnicodeDecodeError):
         return None
 
@@ -96,11 +99,6 @@ def written_us(key: str) -> int | None:
     """When the snapshot object ``key`` was written (its name says); None for a key that is no such object."""
     found = _OBJECT.fullmatch(key)
     return None if found is None else int(found.group(1), 16)
-
-
-def legacy_key(name: str) -> str:
-    """Where a stack from before 2026-11-25 kept the snapshot of file ``name``, alone."""
-    return f"{STATE_PREFIX}{name.removesuffix('.xml.gz')}.states"
 
 
 def blocks_at(key: str, blocks: list[bytes]) -> list[SnapshotRef]:

@@ -24,6 +24,7 @@ metrics = Metrics()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     step, run = str(event.get("step", "")), str(event.get("run", ""))
     execution = str(event.get("execution", ""))
+    bootstrap.check_payload(event)  # a payload of another format version (an execution older than the code)
     pipeline = current_pipeline()
     answer: dict[str, Any]
     if step == "begin":

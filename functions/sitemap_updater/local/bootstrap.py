@@ -162,6 +162,8 @@ class LocalStateMachine:
         resources = load_template(template or TEMPLATE)["Resources"]
         self.definition: dict[str, Any] = resources[STATE_MACHINE]["Properties"]["Definition"]
         self.handler = str(resources[self.FUNCTION]["Properties"]["Handler"])
+        check = resources[self.FUNCTION]["Properties"]["Events"]["CheckTheImportHold"]["Properties"]["Input"]
+        self.check_payload: dict[str, Any] = json.loads(check)  # what the schedule sends the worker
         self.clock = clock or Clock()
         stack = local.stack.name if isinstance(local, LocalRun) else "local"
         self.arn_prefix = f"arn:aws:states:us-east-1:123456789012:execution:{stack}-bootstrap:"
@@ -199,7 +201,7 @@ class LocalStateMachine:
 
     def check(self) -> dict[str, Any]:
         """One run of the worker's scheduled check (the template's ``CheckTheImportHold`` event)."""
-        return self._invoke({"step": "check"}, "")
+        return self._invoke(self.check_payload, "")
 
     def _end(self, execution: Execution, status: str, at: float, error: dict[str, str] | None = None) -> None:
         execution.status, execution.stopped_s, execution.error = status, at, error

@@ -52,7 +52,7 @@ def confirmed_puts(bucket: Bucket, record: PublishedFile) -> tuple[SnapshotRef, 
 def block_view(bucket: Bucket, name: str, ref: SnapshotRef, where: KeyRange) -> View:
     """What the bytes whose snapshot is block ``ref`` showed: its states, over the range its head names (``where``
     if it cannot be read, then not known)."""
-    found = unpack_block(bucket.read_snapshot(name, ref))
+    found = unpack_block(bucket.read_snapshot(ref), f"the snapshot of bytes put as {name}")
     if found is None:
         return View(where, None)
     _, start, depth = found[0].split(":")

@@ -11,7 +11,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitemap_updater.core.messages import INDEX_GROUP, NOTIFY_GROUP, DirtyMark, read_rebuild_request
+from sitemap_updater.core.formats import UnknownFormat
+from sitemap_updater.core.messages import (
+    INDEX_GROUP,
+    NOTIFY_GROUP,
+    DirtyMark,
+    check_message,
+    is_wake_up,
+    read_rebuild_request,
+)
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.service.dead_letters import (
     UNREADABLE,
@@ -73,7 +81,7 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
         try:
             marks = read_rebuild_request(json.loads(record["body"]))
         except Exception as exc:
-            message_errors[message_id] = outcome.unreadable[message_id] = f"{UNREADABLE}: {error_text(exc)}"
+            message_errors[message_id] = outcome.unreadable[message_id] = _unreadable("", exc)
             continue
         for mark in marks:
             by_section[mark.section].append((message_id, mark))
@@ -144,15 +152,22 @@ def _defer(pipeline: Pipeline, records: list[dict[str, Any]], seconds: int) -> b
 def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[IndexRebuild | str, Settled]:
     """Any number of index requests give one index rebuild; on failure every message is retried (those on their
     last receive dead-lettered with the error) and the error (its type and message) is returned in place of the
-    result."""
+    result. A request that cannot be read (another format version) fails alone."""
+    errors: dict[str, str] = {}
+    for record in records:
+        try:
+            check_message(json.loads(record["body"]), "an index request")
+        except Exception as exc:
+            errors[str(record["messageId"])] = _unreadable(" index request", exc)
     try:
         done = rebuild_index(pipeline)
     except Exception as exc:
         error = error_text(exc)
-        errors = {str(record["messageId"]): error for record in records}
+        for record in records:
+            errors.setdefault(str(record["messageId"]), error)
         return error, settle(records, errors, index_dead_letters(pipeline), INDEX_GROUP)
     pipeline.observe(done)
-    return done, Settled()
+    return done, settle(records, errors, index_dead_letters(pipeline), INDEX_GROUP)
 
 
 def notify_batch(
@@ -167,8 +182,10 @@ def notify_batch(
     for record in records:
         try:
             body = json.loads(record["body"])
-        except ValueError as exc:
-            errors[str(record["messageId"])] = f"{UNREADABLE} change record: {error_text(exc)}"
+            if not is_wake_up(body):
+                check_message(body, "a change record")
+        except Exception as exc:
+            errors[str(record["messageId"])] = _unreadable(" change record", exc)
             continue
         readable.append(body)
     result: NotifyResult | str | None
@@ -185,6 +202,12 @@ def notify_batch(
     for record in records:
         errors.setdefault(str(record["messageId"]), error)
     return result, settle(records, errors, notify_dead_letters(pipeline), NOTIFY_GROUP)
+
+
+def _unreadable(what: str, exc: Exception) -> str:
+    """Why a message could not be read: ``unreadable`` (its bytes are the fault: a redrive would fail again), or
+    of a format version this code does not read (one that reads it may: not called unreadable)."""
+    return error_text(exc) if isinstance(exc, UnknownFormat) else f"{UNREADABLE}{what}: {error_text(exc)}"
 
 
 def _take(outcome: BatchOutcome, settled: Settled) -> None:

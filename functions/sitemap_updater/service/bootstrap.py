@@ -21,7 +21,8 @@ The steps of the ``BootstrapStateMachine`` (template.yaml), each one Lambda invo
 
 Every step's answer is a few counts and names of bounded size, whatever the site's sections: Step Functions
 refuses a state's input or output past 256 KiB (``States.DataLimitExceeded``), and the per-section counts go
-to the bucket instead.
+to the bucket instead. Every payload a step receives, and every file the steps leave for each other under
+``_bootstrap/<run>/`` (counts, ranges, segments), carries its format's version (``v``, ``core/formats.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import json
 import re
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ from typing import Any
 from sitemap_updater.core.bootstrap_plan import plan_in_range, render_ranges
 from sitemap_updater.core.errors import MAX_REJECTED_SHARE, EventRejected, refusal
 from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.formats import BOOTSTRAP, check
 from sitemap_updater.core.messages import bootstrap_index_request
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.reduce import PageState, reduce_states, state_from_event
@@ -79,6 +81,24 @@ def ranges_name(run: str) -> str:
 
 def _counts_name(run: str, chunk: str) -> str:
     return f"{PREFIX}{_run(run)}/counts/{hashlib.sha256(chunk.encode()).hexdigest()[:32]}.json"
+
+
+def check_payload(event: Mapping[str, Any]) -> None:
+    """UnknownFormat unless a step's payload is of the format this code reads (the template's definition and
+    the files a step's map reads write the version)."""
+    check(event.get("v"), BOOTSTRAP, f"the payload of bootstrap step {event.get('step')!r}")
+
+
+def _checked_item(item: Any, name: str) -> dict[str, Any]:
+    """An item of a file the steps leave for each other (``name``), once its version is found to be this code's."""
+    check(item.get("v") if isinstance(item, dict) else None, BOOTSTRAP, f"an item of {name}")
+    return dict(item)
+
+
+def write_counts(pipeline: Pipeline, run: str, where: str, sections: Mapping[str, int]) -> None:
+    """Keep one step's live pages by section for the plan (the first write stands: a retry writes nothing)."""
+    data = json.dumps({"v": BOOTSTRAP, "sections": dict(sorted(sections.items()))}, sort_keys=True).encode()
+    pipeline.bucket.put_if_absent(_counts_name(run, where), data)
 
 
 def begin(pipeline: Pipeline, run: str, execution: str) -> None:
@@ -168,8 +188,7 @@ def load_chunk(pipeline: Pipeline, run: str, chunk: str, threads: int | None = N
     live = Counter(s.entry.section for s in newest if s.entry is not None)
     deleted = {s.tombstone.section for s in newest if s.tombstone is not None}
     result.sections = {section: live.get(section, 0) for section in sorted({*live, *deleted})}
-    counts = json.dumps(result.sections, sort_keys=True).encode()
-    pipeline.bucket.put_if_absent(_counts_name(run, chunk), counts)  # the same bytes on a retry
+    write_counts(pipeline, run, chunk, result.sections)
     return result
 
 
@@ -177,18 +196,18 @@ def plan(pipeline: Pipeline, run: str) -> dict[str, Any]:
     """Write the ranges to render; returns their number and where they are."""
     counts: Counter[str] = Counter()
     for name in pipeline.bucket.names(f"{PREFIX}{_run(run)}/counts/"):
-        counts.update(json.loads(pipeline.bucket.read(name) or b"{}"))
+        counts.update(_checked_item(json.loads(pipeline.bucket.read(name) or b"{}"), name)["sections"])
     for published in pipeline.store.files():
         if published.state == "live":
             counts[published.section] += published.url_count
-    ranges = [{"section": section, "start": f"{r.start:016x}", "depth": r.depth}
+    ranges = [{"v": BOOTSTRAP, "section": section, "start": f"{r.start:016x}", "depth": r.depth}
               for section, r in render_ranges(counts, pipeline.limits)]  # fmt: skip
     data = json.dumps(ranges, separators=(",", ":")).encode()
     name = ranges_name(run)
     if not pipeline.bucket.put_if_absent(name, data):
         # A run planned before (an execution that failed later, run again): its ranges stand, so that the files
         # it rendered already are found unchanged and not written again.
-        ranges = json.loads(pipeline.bucket.read(name) or b"[]")
+        ranges = [_checked_item(item, name) for item in json.loads(pipeline.bucket.read(name) or b"[]")]
     return {"ranges": len(ranges), "key": name, "sections": len(counts)}  # counts, not one entry a section
 
 
@@ -227,8 +246,7 @@ def render_range(pipeline: Pipeline, section: str, within: KeyRange, execution: 
     # A record still "writing" that the layout no longer names is left to the section's next rebuild.
     by_range = {f.key_range: f for f in records if f.state == "live"}
     holders = {f.name: f for f in records if f.state != "unnamed" and f.name in names}
-    seq = store.section_seq(section)
-    stamp = (seq + store.next_rebuild(section), seq, to_micros(pipeline.clock()))
+    stamp = (store.next_rebuild(section), to_micros(pipeline.clock()))
     result = RangeResult(section, urls=len(live))
     jobs = []
     for key_range in layout:
@@ -245,10 +263,6 @@ def render_range(pipeline: Pipeline, section: str, within: KeyRange, execution: 
             fresh.append(record)
     for published in fresh:
         store.put_file(published)  # after the bytes exist: the index only ever names published files
-    fresh_at = {f.key_range.start for f in fresh}
-    for before in records:  # a file of an older stack, whose record named no block: its own snapshot is done
-        if before.snapshot is None and before.key_range.start in fresh_at:
-            pipeline.bucket.delete_snapshot(before.name)
     kept = set(layout)
     for old in by_range.values():
         if (
@@ -268,7 +282,7 @@ def finish(pipeline: Pipeline, run: str, execution: str) -> dict[str, Any]:
     if data is None:
         raise BootstrapError(f"run: {run!r} has no ranges.json; its plan step did not run")
     rendered: dict[str, list[KeyRange]] = {}
-    for item in json.loads(data):
+    for item in (_checked_item(item, ranges_name(run)) for item in json.loads(data)):
         rendered.setdefault(item["section"], []).append(range_of(item["start"], int(item["depth"])))
     retired = []
     for published in pipeline.store.files():

@@ -59,7 +59,9 @@ def failure_reason(error: str, receive_count: int) -> str:
 class DeadLetterKind(StrEnum):
     """What a dead letter's attributes say about sending it again (``classify``)."""
 
-    FAILED = "failed"  # failed on every receive (a throttle, an outage, a bug): another try may succeed
+    # failed on every receive (a throttle, an outage, a bug, a format this version does not read): another try, or
+    # one by the version that reads it, may succeed
+    FAILED = "failed"
     REJECTED = "rejected"  # refused as it is (invalid input, an unreadable body): the same bytes fail again
     UNEXPLAINED = "unexplained"  # no reason: SQS's redrive moved it (its consumer's dead-letter send failed too)
 

@@ -9,7 +9,7 @@ from typing import Any
 from sitemap_updater.core.entry import w3c_micros
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
-from sitemap_updater.core.pages import PageRecord, PageWrite, join_sections, left_sections
+from sitemap_updater.core.pages import PageRecord, PageWrite
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
 from sitemap_updater.service.dead_letters import DeadLetters, dead_letter, error_text, failure_reason
@@ -130,11 +130,11 @@ def _apply(
         return (Outcome.STALE if state.rank < old.rank else Outcome.NOOP), None
     write = page_write(state, old)
     unchanged = not unsent and _unchanged(old, write)
-    done = not unsent and bool(left_sections(old) or unchanged) and written(store, old)
+    done = not unsent and bool(old.moved_from or unchanged) and written(store, old)
     left = {old.section}
     if unsent or not done:
-        left.update(left_sections(old))  # the markers the stored move may not have written yet
-    write = replace(write, moved_from=join_sections(left - {write.section}))
+        left.update(old.moved_from)  # the markers the stored move may not have written yet
+    write = replace(write, moved_from=tuple(sorted(left - {write.section})))
     if unsent and marks is None:
         requeue(pipeline, [old])  # a bulk load sends no marks of its own
     elif unchanged and done and not write.moved_from:
@@ -158,7 +158,7 @@ def _record(
     if not store.put_state(write, expected, outbox):
         return None, None
     # A failed condition below means a newer event wrote the item first: its rank wins there, as it should.
-    for section in left_sections(write):
+    for section in write.moved_from:
         store.leave_section(section, write)
     store.put_entry(write)
     if marks is not None:
@@ -214,7 +214,7 @@ def page_write(state: PageState, old: PageRecord | None = None) -> PageWrite:
     kind = "live" if state.entry is not None else "deleted"
     section = state.entry.section if state.entry is not None else state.tombstone.section if state.tombstone else ""
     change = _change(old, kind) or ""
-    moved_from = old.section if old is not None and old.section != section else ""
+    moved_from = (old.section,) if old is not None and old.section != section else ()
     if state.entry is not None:
         entry = state.entry
         return PageWrite(

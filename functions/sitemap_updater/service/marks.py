@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from sitemap_updater.core.messages import PageMark, mark_messages
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.pages import PageFields, PageRecord, left_sections
+from sitemap_updater.core.pages import PageFields, PageRecord
 from sitemap_updater.ports import Manifest
 from sitemap_updater.service.pipeline import Pipeline
 
@@ -80,7 +80,7 @@ class MarkBatch:
         by_section: dict[str, list[PageMark]] = defaultdict(list)
         for page in self._pages:
             by_section[page.section].append(PageMark(page.url, page.key, page.rank, page.change or None))
-            for left in left_sections(page):
+            for left in page.moved_from:
                 by_section[left].append(PageMark(page.url, page.key, page.rank, None))
         now_us = to_micros(self._pipeline.clock())
         for section in sorted(by_section):

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sitemap_updater.core.feed import FEED_NAME, FEED_STATE, FeedChange, FeedState, apply, render_atom
-from sitemap_updater.core.messages import UNKNOWN_DIGEST, ChangeRecords, read_change_records
+from sitemap_updater.core.messages import ChangeRecords, read_change_records
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.pages import SentRecord
 from sitemap_updater.ports import Http, HttpResponse, SearchConsoleApi
@@ -105,8 +105,8 @@ def _send(notifiers: Notifiers, call: Callable[[], HttpResponse], deadline: floa
 
 def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifiers) -> NotifyResult:
     """Handle change records: ``{"changed": {url: change}}`` from section rebuilds and ``{"index": ...}``
-    from index rebuilds; any other record (the scheduled wake-up) only lets changes held back by the quiet window
-    go out once it has ended. Nothing is sent for records without changes."""
+    from index rebuilds; the scheduled wake-up only lets changes held back by the quiet window go out once it has
+    ended. Nothing is sent for records without changes."""
     settings = pipeline.settings
     result = NotifyResult()
     read = read_change_records(records)
@@ -177,7 +177,7 @@ def plan_indexnow(
         last = sent.get(url)
         if url in held:
             plan.release.append(url)  # replaced below when it must wait again
-        if last is not None and digest != UNKNOWN_DIGEST and last.digest == digest:
+        if last is not None and last.digest == digest:
             plan.done.append(url)  # this content was announced already (a redelivery, or a second record)
         elif last is not None and rank and last.rank and rank < last.rank:
             plan.done.append(url)  # a newer state of the page was announced already

@@ -59,12 +59,12 @@ def publish_files(
     section: str,
     jobs: Sequence[Job],
     holders: dict[str, PublishedFile],
-    stamp: tuple[int, int, int],
+    stamp: tuple[int, int],
     kept: dict[KeyRange, list[PageState]] | None = None,
 ) -> list[tuple[PublishedFile | None, bool]]:
     """Render each job's file and publish it if its bytes changed: the snapshots of the files rendered go into
     one object, put before any record names them. ``holders``: the record holding each name (updated here when an
-    intent is recorded); ``stamp``: the version of the bytes, the section sequence and the moment rendered;
+    intent is recorded); ``stamp``: the version of the bytes (the rebuild's number) and the moment rendered;
     ``kept``: the states each file's current snapshot holds, where it was read. Returns, per job, the record to
     write once every file is put (None: nothing to write) and whether bytes were put."""
     results: list[tuple[PublishedFile | None, bool]] = []
@@ -74,7 +74,7 @@ def publish_files(
         while end < len(jobs) and states + len(jobs[end][1]) <= PART_STATES:
             states += len(jobs[end][1])
             end += 1
-        rendered = pipeline.fan_out(lambda job: _render(job, stamp[2], kept or {}), jobs[start:end])
+        rendered = pipeline.fan_out(lambda job: _render(job, stamp[1], kept or {}), jobs[start:end])
         blocks = [r.block for r in rendered if r.block is not None]
         refs: list[SnapshotRef] = []
         if blocks:
@@ -115,18 +115,18 @@ def _publish(
     done: _Rendered,
     snapshot: SnapshotRef | None,
     holders: dict[str, PublishedFile],
-    stamp: tuple[int, int, int],
+    stamp: tuple[int, int],
 ) -> tuple[PublishedFile | None, bool]:
     bucket, store = pipeline.bucket, pipeline.store
-    version, seq, as_of = stamp
+    version, as_of = stamp
     key_range, rendered, old = done.key_range, done.rendered, done.old
     name = key_range.file_name(section)
     if _unchanged(old, rendered.sha256, done.lastmod):
         assert old is not None
         if snapshot is not None:  # the same bytes from other states (say, a rank): the record names them now
             store.put_file(replace(old, snapshot=snapshot))
-            _forget_legacy(pipeline, old)
         return None, False
+    assert snapshot is not None  # a block is written for every file whose record changes
     put = old is None or old.unsettled or old.sha256 != rendered.sha256
     holder = holders.get(name)
     if put:  # the CDN may serve the bytes the name held before for its cache lifetime: the index needs both
@@ -144,12 +144,11 @@ def _publish(
         done.lastmod,
         len(entries),
         sum(e.size for e in entries),
-        seq,
         news_until_us=rendered.news_until_us,
         pending_index=True,
         published_us=published_us,
         prev_lastmod_us=prev_lastmod_us,
-        snapshot=snapshot,  # a block is written for every file whose record changes
+        snapshot=snapshot,
     )
     if put:
         # Record the intent first: a crash after the put leaves neither an orphan nor a record whose digest no
@@ -157,7 +156,6 @@ def _publish(
         # what these bytes showed (``service/announce.py``). Newer manifest first, then the later render: news
         # freshness can change bytes at one sequence.
         put_seq = version * _RENDER_SCALE + as_of
-        assert snapshot is not None  # a file whose bytes change gets a block
         intent = PendingPut(snapshot, put_seq)
         if holder is None:
             holders[name] = replace(record, state="writing", pending=intent)
@@ -170,12 +168,6 @@ def _publish(
         if pipeline.settings.text_sitemaps:  # written only when its URLs changed, not for a lastmod alone
             bucket.publish(text_twin(name), render_text(e.url for e in entries), put_seq, True)
     return record, put
-
-
-def _forget_legacy(pipeline: Pipeline, old: PublishedFile) -> None:
-    """Delete the per-file snapshot of an older stack once the file's record names a block instead."""
-    if old.snapshot is None:
-        pipeline.bucket.delete_snapshot(old.name)
 
 
 def collect_snapshots(

@@ -31,7 +31,6 @@ class SectionRebuild:
     """What one section rebuild did."""
 
     section: str
-    seq: int
     put: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
@@ -106,7 +105,8 @@ class _Section:
             self._entries.update(((state.key, state.url), state) for state in found_entries)
 
     def _read_snapshot(self, published: PublishedFile) -> tuple[str, bytes] | None:
-        return unpack_block(self._pipeline.bucket.read_snapshot(published.name, published.snapshot))
+        block = self._pipeline.bucket.read_snapshot(published.snapshot)
+        return unpack_block(block, f"the snapshot of {published.name}")
 
     def load(self, region: KeyRange) -> None:
         """Read the manifest of ``region`` (ranges are nodes of one key tree: nested or disjoint). A region inside
@@ -229,19 +229,15 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
     store, bucket = pipeline.store, pipeline.bucket
     # A file's bytes are versioned by the rebuild's own number: rebuilds of a section run one after another (one
     # FIFO group), and a later one renders what the earlier ones did plus its own marks (an earlier one may have
-    # rendered from a snapshot without a change whose mark came only later). The section's sequence, which only
-    # an import bumps now (ingest bumped it with every change until 2026-11-25, at two write units an event), is
-    # added so that versions stay above those a stack published before that.
-    seq = store.section_seq(section)
-    version = seq + store.next_rebuild(section, to_micros(pipeline.clock()))  # its moment paces a busy section
-    result = SectionRebuild(section, seq)
+    # rendered from a snapshot without a change whose mark came only later).
+    version = store.next_rebuild(section, to_micros(pipeline.clock()))  # its moment paces a busy section
+    result = SectionRebuild(section)
     records = store.files(section)
     grace = pipeline.settings.retired_file_grace_seconds * 1_000_000
     now = to_micros(pipeline.clock())
     for gone in (f for f in records if f.state == "unnamed" and f.unnamed_us <= now - grace):
         bucket.delete(gone.name)  # no index a CDN or crawler may still hold names it
         bucket.delete(text_twin(gone.name))  # free, and whether or not text sitemaps are on (they may have been)
-        bucket.delete_snapshot(gone.name)
         store.delete_file(gone, "unnamed")
         result.deleted.append(gone.name)
     live = [f for f in records if f.state == "live"]
@@ -269,7 +265,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
         jobs.append((key_range, data.states_in(key_range), old))
     # The files are rendered at once, their snapshots put in one object, then each file's intent record and
     # bytes put at once, each waiting on its S3 and DynamoDB round trips.
-    rendered = publish_files(pipeline, section, jobs, holders, (version, seq, as_of), data.kept)
+    rendered = publish_files(pipeline, section, jobs, holders, (version, as_of), data.kept)
     fresh: list[PublishedFile] = []
     for (key_range, _, _), (record, put) in zip(jobs, rendered, strict=True):
         if put:
@@ -295,7 +291,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
         result.latencies_s = [max(0.0, (as_of - at) / 1e6) for _, at in sorted(first_at.items())]
     if result.changed_urls or found.unless_unannounced:
         message = change_record(
-            section, seq, result.changed_urls, result.digests, result.put, result.lastmods, result.ranks,
+            section, result.changed_urls, result.digests, result.put, result.lastmods, result.ranks,
             found.unless_unannounced,
         )  # fmt: skip
         pipeline.notify_queue.send(*message)
@@ -307,19 +303,14 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
     for gone in abandoned:
         bucket.delete(gone.name)
         bucket.delete(text_twin(gone.name))
-        bucket.delete_snapshot(gone.name)
         store.delete_file(gone, "writing")
         result.deleted.append(gone.name)
     pipeline.fan_out(store.put_file, fresh)  # after the bytes exist: the index only ever names published files
-    fresh_at = {f.key_range.start for f in fresh}
-    for before in records:  # a file of an older stack, whose record named no block: its own snapshot is done
-        if before.snapshot is None and before.key_range.start in fresh_at:
-            bucket.delete_snapshot(before.name)
     if fresh or result.retired or dirty_keys or any(f.pending_index for f in live):
         # Fresh records are pending for the index; a retry after a crash finds them still pending, so the
         # index is always told. It names them and clears them.
         what = f"{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}"
-        pipeline.index_queue.send(*section_index_request(section, seq, what, *index_window(pipeline)))
+        pipeline.index_queue.send(*section_index_request(section, what, *index_window(pipeline)))
     # The objects of snapshots the records replaced or deleted here named, if no record names them any more.
     touched = {job[0].start for job in jobs} | {f.key_range.start for f in records if f.name in result.deleted}
     replaced = [f for f in records if f.key_range.start in touched]

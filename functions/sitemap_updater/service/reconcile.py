@@ -133,5 +133,4 @@ def _delete_strays(
         elif (name.startswith("sitemap-") and name.endswith((".xml.gz", ".txt"))) or is_further_index(name):
             if repair:
                 pipeline.bucket.delete(name)
-                pipeline.bucket.delete_snapshot(name)
             result.stray.append(name)

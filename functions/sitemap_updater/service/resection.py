@@ -28,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
 from typing import Any
 
-from sitemap_updater.core.pages import PageFields, PageRecord, PageWrite, left_sections
+from sitemap_updater.core.formats import BOOTSTRAP
+from sitemap_updater.core.pages import PageFields, PageRecord, PageWrite
 from sitemap_updater.core.reduce import PageState, is_moved, rank_order
 from sitemap_updater.core.sharding import KeyRange
 from sitemap_updater.ports import Manifest
@@ -36,9 +37,10 @@ from sitemap_updater.service.bootstrap import (
     PREFIX,
     RECORD_THREADS,
     BootstrapError,
-    _counts_name,
+    _checked_item,
     _holding,
     _run,
+    write_counts,
 )
 from sitemap_updater.service.ingest import _ATTEMPTS, _apply, page_write
 from sitemap_updater.service.marks import written
@@ -57,10 +59,10 @@ def segments_name(run: str) -> str:
 def segments(pipeline: Pipeline, run: str, total: int | None = None) -> dict[str, Any]:
     """Write the Scan segments' list for the map (the list written first stands: a retry, or a run resumed)."""
     total = SEGMENTS if total is None else total
-    items = [{"segment": i, "total": total} for i in range(total)]
+    items = [{"v": BOOTSTRAP, "segment": i, "total": total} for i in range(total)]
     name = segments_name(run)
     if not pipeline.bucket.put_if_absent(name, json.dumps(items, separators=(",", ":")).encode()):
-        total = len(json.loads(pipeline.bucket.read(name) or b"[]"))
+        total = len([_checked_item(item, name) for item in json.loads(pipeline.bucket.read(name) or b"[]")])
     return {"key": name, "segments": total}
 
 
@@ -122,7 +124,7 @@ def _finish(store: Manifest, page: PageRecord) -> str:
         return "kept"
     marker = PageWrite(**{name: getattr(page, name) for name in _FIELDS}, record=b"")
     wrote = False
-    for left in left_sections(page):
+    for left in page.moved_from:
         if store.entry_rank(left, page.key, page.url) != page.rank:
             wrote = store.leave_section(left, marker) or wrote
     return "finished" if wrote else "kept"
@@ -171,7 +173,7 @@ def resection_segment(
             break
     # The call's live pages by section, once per call (named by where it began: a retry keeps the first count).
     where = f"resection/{segment}/{total}/{json.dumps(start, sort_keys=True)}"
-    pipeline.bucket.put_if_absent(_counts_name(run, where), json.dumps(dict(sorted(live.items()))).encode())
+    write_counts(pipeline, run, where, live)
     return {"run": run, "execution": execution, "segment": segment, "total": total, "cursor": cursor,
             "pages": scanned, "moved": outcomes["moved"], "finished": outcomes["finished"],
             "unfinished": outcomes["unfinished"]}  # fmt: skip
