@@ -44,6 +44,7 @@ _FUTURE = "tests/unit/test_future_events.py"  # the clock skew, in every place e
 _RECOVERY = "tests/unit/test_recovery.py"
 _BATCHES = "tests/unit/test_batch_outcomes.py"
 _STORAGE = "tests/unit/test_storage_limits.py"
+_MANIFEST = "tests/unit/test_manifest_adapter.py"  # the DynamoDB adapters on moto
 # Module -> the tests that cover it (fast ones first: the first failure ends the run).
 TESTS: dict[str, list[str]] = {
     "core/text.py": ["tests/unit/test_text.py", *_CORE_TESTS, "tests/unit/test_events.py"],
@@ -195,15 +196,17 @@ TESTS: dict[str, list[str]] = {
     ],
     # The AWS adapters: the unit tests over botocore stubs and the simulation's client-level fakes first, then moto.
     "adapters/backoff.py": ["tests/unit/test_aws_failures.py", "tests/unit/test_cold_start.py"],
-    "adapters/dynamo_values.py": ["tests/unit/test_ingest_writes.py", "tests/unit/test_aws_failures.py", _STORAGE],
+    "adapters/dynamo_values.py": [_MANIFEST, "tests/unit/test_ingest_writes.py", "tests/unit/test_aws_failures.py"],
     "adapters/executions.py": ["tests/unit/test_executions_adapter.py"],
-    "adapters/fetch.py": ["tests/integration/test_verify.py"],
+    "adapters/fetch.py": ["tests/unit/test_fetch_adapter.py", "tests/integration/test_verify.py"],
     "adapters/file_records.py": [
+        _MANIFEST,
         "tests/unit/test_ingest_writes.py",
         "tests/integration/test_publish_race.py",
         "tests/integration/test_ingest_writes.py",
     ],
     "adapters/manifest.py": [
+        _MANIFEST,
         "tests/unit/test_ingest_writes.py",
         _STORAGE,
         "tests/unit/test_aws_failures.py",
@@ -211,15 +214,25 @@ TESTS: dict[str, list[str]] = {
         "tests/integration/test_ingest_writes.py",
         "tests/integration/test_publish_race.py",
     ],
-    "adapters/queues.py": ["tests/unit/test_dead_letter_reasons.py", _BATCHES, "tests/integration/test_redrive.py"],
+    "adapters/queues.py": [
+        "tests/unit/test_queue_adapter.py",
+        "tests/unit/test_dead_letter_reasons.py",
+        _BATCHES,
+        "tests/integration/test_redrive.py",
+    ],
     "adapters/secrets.py": ["tests/unit/test_webhook_secrets.py"],
     "adapters/storage.py": [
+        "tests/unit/test_storage_adapter.py",
         _RECOVERY,
         "tests/unit/test_snapshot_objects.py",
         _STORAGE,
         "tests/integration/test_publish_race.py",
     ],
-    "adapters/webhook_documents.py": ["tests/unit/test_webhook_lifecycles.py", "tests/integration/test_webhooks.py"],
+    "adapters/webhook_documents.py": [
+        _MANIFEST,
+        "tests/unit/test_webhook_lifecycles.py",
+        "tests/integration/test_webhooks.py",
+    ],
 }
 
 

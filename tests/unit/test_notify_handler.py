@@ -44,11 +44,24 @@ def logs() -> Iterator[io.StringIO]:
     use_pipeline(None)
 
 
-def _run(engine: Engine, records: list[dict[str, Any]]) -> dict[str, Any]:
-    pipeline = replace_settings(Stack(), indexnow_key="0123456789abcdef")
+def _run(engine: Engine, records: list[dict[str, Any]], stack: Stack | None = None) -> dict[str, Any]:
+    pipeline = replace_settings(stack or Stack(), indexnow_key="0123456789abcdef", indexnow_window_seconds=300)
     use_pipeline(pipeline, Notifiers(engine, None, sleep=lambda _s: None, monotonic=lambda: 0.0))
     answer: dict[str, Any] = notify.handler({"Records": records}, _Context())
     return answer
+
+
+def test_changes_held_for_their_quiet_window_are_counted_in_the_log(logs: io.StringIO) -> None:
+    # Given two pages announced moments ago, then changed again inside IndexNow's quiet window
+    stack, engine = Stack(), Engine(200)
+    pages = [f"{BASE}/blog/a", f"{BASE}/blog/b"]
+    _run(engine, [record("first", 1, _change(*pages))], stack)
+    again = json.dumps({"changed": dict.fromkeys(pages, "updated"), "digests": dict.fromkeys(pages, "d2")})
+    assert _run(engine, [record("second", 1, again)], stack) == {"batchItemFailures": []}
+    # Then they are held, not sent, and the log says how many
+    assert engine.posts == [pages]
+    [held] = [e for e in _logged(logs) if e["message"] == "held until the quiet window ends"]
+    assert held["urls"] == 2
 
 
 def _change(*urls: str) -> str:

@@ -21,7 +21,13 @@ from typing import Any
 import pytest
 
 from sitemap_updater.adapters.storage import SitemapBucket
-from sitemap_updater.core.messages import DirtyMark, cleanup_message, read_rebuild_request
+from sitemap_updater.core.messages import (
+    DirtyMark,
+    cleanup_message,
+    news_expiry_message,
+    read_rebuild_request,
+    repair_message,
+)
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
 from sitemap_updater.service.index import UNSETTLED, rebuild_index
@@ -520,6 +526,11 @@ def test_rebuild_messages_of_every_shape_are_read() -> None:
         DirtyMark("blog", "u", None, "removed")
     ]
     assert read_rebuild_request({"section": "blog", "cleanup": True}) == [DirtyMark("blog", cleanup=True)]
+    # the sweep's news expiry and reconciliation's repair name one file by the start of its range
+    expiry = news_expiry_message("news", 1 << 62, "sitemap-news-4000000000000000.xml.gz", 5)
+    repair = repair_message("blog", 255, "sitemap-blog-00000000000000ff.xml.gz", 6)
+    assert read_rebuild_request(expiry.body) == [DirtyMark("news", key=1 << 62)]
+    assert read_rebuild_request(repair.body) == [DirtyMark("blog", key=255)]
 
 
 def test_news_exactly_48_hours_old_is_still_part_of_the_announced_digest() -> None:

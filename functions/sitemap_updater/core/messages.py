@@ -182,15 +182,12 @@ def change_records(
     lost announces every page it shows, and a burst rebuilds a thousand pages at once: one record of 10,000 URLs
     is megabytes. The notifier reads records URL by URL, so the parts say together what the whole would."""
     unless = unless_unannounced or {}
-    fields: list[tuple[str, dict[str, Any]]] = [
-        ("changed", changed), ("digests", digests), ("lastmods", lastmods), ("ranks", ranks),
-        ("removed_if_announced", unless),
-    ]  # fmt: skip
+    fields: list[dict[str, Any]] = [changed, digests, lastmods, ranks, unless]
     parts: list[list[str]] = [[]]
     size = len(json.dumps(change_record(section, seq, {}, {}, files, {}, {}, {}).body)) + _ITEM_SLACK
     for url in sorted(changed.keys() | unless.keys()):
         key = len(json.dumps(url)) + 4  # '"url": ' and ', ' in each object that names it
-        cost = sum(key + len(json.dumps(values[url])) for _, values in fields if url in values)
+        cost = sum(key + len(json.dumps(values[url])) for values in fields if url in values)
         if parts[-1] and size + cost > MAX_RECORD_BYTES:
             parts.append([])
             size = len(json.dumps(change_record(section, seq, {}, {}, [], {}, {}, {}).body)) + _ITEM_SLACK
