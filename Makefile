@@ -73,7 +73,7 @@ bench: venv
 soak: venv
 	$(BIN)/python -m tests.sim.soak --sequences $${SEQUENCES:-10000} --write docs/reliability.md
 
-# Mutation testing of core/ and the ingest, rebuild and index services (not part of `make test`): a stratified
+# Mutation testing of core/, the services, the AWS adapters and the notifier (not part of `make test`): a stratified
 # sample of SAMPLE mutants (seed SEED), each run against the tests that cover its module; docs/testing.md.
 mutate: venv
 	$(BIN)/python -m tests.mutation --sample $${SAMPLE:-320} --seed $${SEED:-1} --jobs $${JOBS:-2}

@@ -1,4 +1,4 @@
-"""Mutation testing of core/ and the recovery services (``make mutate``; not part of ``make test``).
+"""Mutation testing of core/, the services, the AWS adapters and the notifier (``make mutate``; not in ``make test``).
 
 Each mutant is one small change to one module (a flipped comparison, a shifted constant, a removed call or
 statement, a swapped operator, a negated condition). Third-party packages are imported once; each mutant runs in
@@ -7,7 +7,7 @@ module, stopping at the first failure. A mutant is killed when a test fails or i
 Mutants known to behave exactly like the original are listed in ``EQUIVALENT`` with the reason, and in
 docs/testing.md.
 
-    python -m tests.mutation [--module core/urls.py] [--sample N] [--seed S] [--list]
+    python -m tests.mutation [--module core/urls.py] [--sample N] [--seed S] [--list] [--stale]
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ _CORE_TESTS = [
 _BAD_EVENTS = "tests/unit/test_bad_events.py::test_each_bad_event_is_rejected_naming_its_field"
 _EDGES = "tests/unit/test_event_edges.py"
 _FUTURE = "tests/unit/test_future_events.py"  # the clock skew, in every place events come in
+_RECOVERY = "tests/unit/test_recovery.py"
+_BATCHES = "tests/unit/test_batch_outcomes.py"
+_STORAGE = "tests/unit/test_storage_limits.py"
+_MANIFEST = "tests/unit/test_manifest_adapter.py"  # the DynamoDB adapters on moto
 # Module -> the tests that cover it (fast ones first: the first failure ends the run).
 TESTS: dict[str, list[str]] = {
     "core/text.py": ["tests/unit/test_text.py", *_CORE_TESTS, "tests/unit/test_events.py"],
@@ -164,18 +168,98 @@ TESTS: dict[str, list[str]] = {
         "tests/integration/test_dead_letters.py",
     ],
     "wiring/pipeline.py": ["tests/unit/test_cold_start.py"],
+    "core/lines.py": ["tests/unit/test_export_lines.py", "tests/unit/test_local_inputs.py", _BAD_EVENTS],
+    "core/bootstrap_plan.py": ["tests/unit/test_bootstrap_plan.py"],
+    "core/pages.py": ["tests/unit/test_ingest_writes.py", "tests/integration/test_ingest_writes.py"],
+    "core/snapshots.py": ["tests/unit/test_snapshot_objects.py", "tests/unit/test_announce.py", _RECOVERY],
+    "service/adopt_limits.py": ["tests/unit/test_mut_adopt.py", "tests/integration/test_adopt.py"],
+    "service/bootstrap.py": [_FUTURE, "tests/unit/test_bootstrap_payloads.py", "tests/integration/test_bootstrap.py"],
+    "service/bootstrap_release.py": [
+        "tests/unit/test_bootstrap_release.py",
+        "tests/integration/test_bootstrap_endings.py",
+    ],
+    "service/marks.py": [_RECOVERY, "tests/unit/test_ingest_writes.py", _BATCHES, "tests/unit/test_sweep_upkeep.py"],
+    "service/parked.py": ["tests/unit/test_bootstrap_release.py", "tests/integration/test_import.py"],
+    "service/publish.py": [
+        "tests/unit/test_snapshot_objects.py",
+        "tests/unit/test_announce.py",
+        _RECOVERY,
+        "tests/integration/test_publish_race.py",
+    ],
+    "service/reconcile.py": ["tests/unit/test_reconcile.py", "tests/unit/test_snapshot_objects.py"],
+    "service/redrive.py": ["tests/unit/test_redrive.py", "tests/integration/test_redrive.py"],
+    "service/resection.py": ["tests/unit/test_resection_ranks.py", "tests/integration/test_resection.py"],
+    "service/verify.py": ["tests/integration/test_verify.py"],
+    # The notifier: its handler, the change records it reads, its feed, and the HTTP and Search Console adapters.
+    "handlers/notify.py": ["tests/unit/test_notify_handler.py", _BATCHES],
+    "core/messages.py": [
+        "tests/unit/test_change_record_size.py",
+        _RECOVERY,
+        "tests/unit/test_announce.py",
+        "tests/unit/test_mut_recovery.py",
+        _BATCHES,
+        "tests/unit/test_rebuild_edges.py",
+    ],
+    "core/feed.py": ["tests/unit/test_feed.py", "tests/unit/test_announce.py"],
+    "adapters/http.py": ["tests/integration/test_notify_batches.py"],
+    "adapters/search_console.py": [
+        "tests/unit/test_notify_retries.py",
+        "tests/unit/test_sitemap_domain.py",
+        "tests/unit/test_cold_start.py",
+    ],
+    # The AWS adapters: the unit tests over botocore stubs and the simulation's client-level fakes first, then moto.
+    "adapters/backoff.py": ["tests/unit/test_aws_failures.py", "tests/unit/test_cold_start.py"],
+    "adapters/dynamo_values.py": [_MANIFEST, "tests/unit/test_ingest_writes.py", "tests/unit/test_aws_failures.py"],
+    "adapters/executions.py": ["tests/unit/test_executions_adapter.py"],
+    "adapters/fetch.py": ["tests/unit/test_fetch_adapter.py", "tests/integration/test_verify.py"],
+    "adapters/file_records.py": [
+        _MANIFEST,
+        "tests/unit/test_ingest_writes.py",
+        "tests/integration/test_publish_race.py",
+        "tests/integration/test_ingest_writes.py",
+    ],
+    "adapters/manifest.py": [
+        _MANIFEST,
+        "tests/unit/test_ingest_writes.py",
+        _STORAGE,
+        "tests/unit/test_aws_failures.py",
+        _RECOVERY,
+        "tests/integration/test_ingest_writes.py",
+        "tests/integration/test_publish_race.py",
+    ],
+    "adapters/queues.py": [
+        "tests/unit/test_queue_adapter.py",
+        "tests/unit/test_dead_letter_reasons.py",
+        _BATCHES,
+        "tests/integration/test_redrive.py",
+    ],
+    "adapters/secrets.py": ["tests/unit/test_webhook_secrets.py"],
+    "adapters/storage.py": [
+        "tests/unit/test_storage_adapter.py",
+        _RECOVERY,
+        "tests/unit/test_snapshot_objects.py",
+        _STORAGE,
+        "tests/integration/test_publish_race.py",
+    ],
+    "adapters/webhook_documents.py": [
+        _MANIFEST,
+        "tests/unit/test_webhook_lifecycles.py",
+        "tests/integration/test_webhooks.py",
+    ],
 }
 
 
 DESELECTED: list[str] = []  # tests left out of every run (--deselect): say why in docs/testing.md
 
-# Modules of core/ and service/ that are not mutated, with the reason (docs/testing.md).
+# Where every module is mutated (or named in NOT_MUTATED with the reason); handlers/notify.py is in TESTS as well.
+MUTATED_DIRS = ("core", "service", "adapters")
+# Modules of MUTATED_DIRS that are not mutated, with the reason (docs/testing.md).
 NOT_MUTATED: dict[str, str] = {}
 
 
 def unlisted() -> list[str]:
-    """Modules of core/ and service/ in neither TESTS nor NOT_MUTATED: each needs its tests named, or a reason."""
-    found = [f"{d}/{p.name}" for d in ("core", "service") for p in sorted((PACKAGE / d).glob("*.py"))]
+    """Modules of MUTATED_DIRS in neither TESTS nor NOT_MUTATED: each needs its tests named, or a reason."""
+    found = [f"{d}/{p.name}" for d in MUTATED_DIRS for p in sorted((PACKAGE / d).glob("*.py"))]
     return [m for m in found if not m.endswith("__init__.py") and m not in TESTS and m not in NOT_MUTATED]
 
 
@@ -186,6 +270,19 @@ def _equivalent() -> dict[str, str]:
 
 
 EQUIVALENT = _equivalent()
+
+
+def stale_equivalents() -> list[str]:
+    """Keys of ``EQUIVALENT`` that no mutant has any more (their line was edited, moved to another module or
+    removed): each is removed, or listed again under the mutant's new key once its reason is checked."""
+    by_module: dict[str, list[str]] = {}
+    for key in EQUIVALENT:
+        by_module.setdefault(key.split(": ", 1)[0], []).append(key)
+    stale = []
+    for module, keys in by_module.items():
+        current = {m.key for m in enumerate_mutants(module)} if (PACKAGE / module).is_file() else set()
+        stale += [key for key in keys if key not in current]
+    return stale
 
 
 class _MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -379,7 +476,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--show", type=int, default=-1, help="print the source of the N-th listed mutant")
     parser.add_argument("--deselect", action="append", default=[], help="a test (node ID) failing without a mutant")
+    parser.add_argument("--stale", action="store_true", help="list the equivalent keys no mutant has; 1 if any")
     args = parser.parse_args(argv)
+    stale = stale_equivalents()
+    if args.stale:
+        print("\n".join(stale))
+        return 1 if stale else 0
+    for key in stale:
+        print(f"warning: stale in tests/mutation_equivalent.tsv (no mutant has this key): {key}", flush=True)
     DESELECTED.extend(args.deselect)
     for test in DESELECTED:
         print(f"warning: {test} is not run (--deselect)", flush=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import io
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -12,10 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_name, stdin_bytes
+from sitemap_updater.core.lines import LongLine, decoded, export_lines
 from sitemap_updater.core.terminal import shown
 from sitemap_updater.core.urls import Site
 from sitemap_updater.service.adopt import Adoption
 from sitemap_updater.service.bulk_import import ImportRefused
+
+_KEEP = 1 << 20  # bytes of a line held at most: a longer one is rejected by its size (an event is 256 KiB at most)
 
 if TYPE_CHECKING:
     from sitemap_updater.local.runner import LocalRun
@@ -71,28 +73,25 @@ def _adopt(location: str, site: Site, args: argparse.Namespace) -> tuple[list[st
 
 
 class _Export:
-    """The non-blank lines of a JSONL export (standard input for ``-``), read as a stream, numbered as ``build``
-    numbers them: every line counts, and a line ends at \\n, \\r\\n or \\r (not at a U+2028 inside a string)."""
+    """The non-blank lines of a JSONL export (standard input for ``-``), read as a stream as ``build`` reads it
+    (``core.lines``): numbered as ``build`` numbers them, each line on its own (one that is not UTF-8, or too long
+    to hold, is rejected alone)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._blanks: list[int] = []  # for each blank line, how many bodies came before it
 
-    def __iter__(self) -> Iterator[str]:
-        lines = io.TextIOWrapper(stdin_bytes() if self.path == STDIN else self.path.open("rb"), encoding="utf-8")
-        bodies = 0
+    def __iter__(self) -> Iterator[str | bytes | LongLine]:
+        stream = stdin_bytes() if self.path == STDIN else self.path.open("rb")
+        bodies, expected = 0, 1
         try:
-            for line in lines:
-                if line.strip():
-                    bodies += 1
-                    yield line.removesuffix("\n")
-                else:
-                    self._blanks.append(bodies)
+            for number, line in export_lines(iter(lambda: stream.read(1 << 20), b""), _KEEP):
+                self._blanks += [bodies] * (number - expected)  # the blank lines before this one
+                bodies, expected = bodies + 1, number + 1
+                yield decoded(line)
         finally:
-            if self.path == STDIN:
-                lines.detach()  # standard input stays open
-            else:
-                lines.close()
+            if self.path != STDIN:  # standard input stays open
+                stream.close()
 
     def line(self, body: int) -> int:
         """The line number of the ``body``-th non-blank line (1-based)."""
@@ -105,7 +104,7 @@ def _import_export(path: Path, load: Callable[[_Export], ImportResult]) -> tuple
     report: dict[str, Any] = {"source": name}
     try:
         result = load(export)
-    except (OSError, UnicodeDecodeError) as exc:  # nothing is written before every line is read
+    except OSError as exc:  # nothing is written before every line is read
         print(shown(f"sitemap-updater: cannot read {name}: {exc}"), file=sys.stderr)
         return EXIT_USAGE, False, {"import": report | {"error": f"cannot read {name}: {exc}"}}
     except ImportRefused as exc:

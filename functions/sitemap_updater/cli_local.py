@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 
 def run_local(args: argparse.Namespace) -> int:
+    from sitemap_updater.local.inputs import wave_bodies
     from sitemap_updater.local.packaged import PackagedFileMissing, packaged_file, require
-    from sitemap_updater.local.runner import TEMPLATE, events_from_bytes
+    from sitemap_updater.local.runner import TEMPLATE
     from sitemap_updater.local.webhooks import sample_files, webhook_wave
     from sitemap_updater.wiring.deployed import StackError
 
@@ -64,8 +65,12 @@ def run_local(args: argparse.Namespace) -> int:
                 return status
         for path in args.events:
             try:
-                bodies = events_from_bytes(stdin_bytes().read() if path == STDIN else path.read_bytes())
-            except (OSError, ValueError) as exc:
+                if path == STDIN:
+                    bodies = wave_bodies(stdin_bytes())
+                else:
+                    with path.open("rb") as stream:
+                        bodies = wave_bodies(stream)
+            except OSError as exc:
                 print(f"sitemap-updater: cannot read {input_name(path)}: {exc}", file=sys.stderr)
                 return EXIT_USAGE
             report = run.send_wave(bodies).as_dict()
@@ -167,7 +172,10 @@ def _wave_summary(source: str, report: dict[str, object]) -> str:
         lines.append(f"  IndexNow/Search Console: {len(sent['urls'])} URL(s) to {sent['endpoint']}: {status}")
     rejections = report["rejections"]
     assert isinstance(rejections, list)
-    lines += [f"  rejected (to the DLQ): {r['reason']}" for r in rejections]
+    lines += [
+        f"  rejected ({'to the DLQ' if r.get('sent', True) else 'not sent: SQS cannot carry it'}): {r['reason']}"
+        for r in rejections
+    ]
     return "\n".join(shown(line) for line in lines)  # what the events and the webhooks said, escaped
 
 

@@ -543,8 +543,22 @@ class SimQueueState:
         return min((m.available_at for m in self.messages if m.available_at > after), default=None)
 
 
+# SQS's message limit (SendMessage, since 2025): the body and the message attributes' names, types and values.
+SQS_MAX_MESSAGE_BYTES = 1_048_576
+
+
+def _check_size(body: str, attributes: dict[str, str]) -> None:
+    """Refuse a message SQS would refuse for its size, with SQS's answer."""
+    size = len(body.encode()) + sum(len(k.encode()) + len("String") + len(v.encode()) for k, v in attributes.items())
+    if size > SQS_MAX_MESSAGE_BYTES:
+        reason = f"Message must be shorter than {SQS_MAX_MESSAGE_BYTES} bytes."
+        error = {"Code": "InvalidParameterValue", "Message": f"One or more parameters are invalid. Reason: {reason}"}
+        response: Any = {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}
+        raise ClientError(response, "SendMessage")
+
+
 class SimQueue:
-    """The ``Queue`` port over a simulated queue."""
+    """The ``Queue`` port over a simulated queue (refusing a message past SQS's size as SQS does)."""
 
     def __init__(self, sched: Scheduler, clock: Clock, state: SimQueueState, url: str) -> None:
         self._sched, self._clock, self.state = sched, clock, state
@@ -555,6 +569,7 @@ class SimQueue:
         if self.fifo and (group is None or dedup is None):
             raise ValueError("a FIFO queue needs a message group and a deduplication ID")
         text = json.dumps(body, sort_keys=True)
+        _check_size(text, {})
         self._sched.point("sqs.send_message", lambda: self.state.add(text, {}, group, dedup, self._clock.now))
 
     def send_raw(self, body: str, attributes: dict[str, str]) -> None:
@@ -571,6 +586,7 @@ class SimQueue:
     def send_raw_grouped(self, body: str, attributes: dict[str, str], group: str | None, dedup: str | None) -> None:
         if self.fifo and (group is None or dedup is None):
             raise ValueError("a FIFO queue needs a message group and a deduplication ID")
+        _check_size(body or "(empty)", attributes)
         self._sched.point(
             "sqs.send_message", lambda: self.state.add(body or "(empty)", attributes, group, dedup, self._clock.now)
         )

@@ -77,3 +77,19 @@ def test_the_notifier_keeps_the_feed_from_change_records_and_writes_it_only_when
     notify(stack.notifications(), stack.pipeline, Notifiers(NoHttp()))
     parsed = feedparser.parse(stack.s3.objects[FEED_NAME].data)
     assert [e.link for e in parsed.entries] == [f"{BASE}/blog/p{n}" for n in (5, 4, 3, 2)]
+
+
+def test_the_feed_and_its_state_are_kept_where_the_notify_function_may_read_and_write_them() -> None:
+    # On AWS a key the policy does not name is AccessDenied (moto and the fakes grant everything)
+    from tests.cfn_template import stack
+
+    role = stack({"SiteUrl": BASE, "RecentChangesFeed": "20"}).of_type("AWS::IAM::Role")["NotifyFunctionRole"]
+    granted = set()
+    for policy in role["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            actions, resources = statement["Action"], statement["Resource"]
+            for action in [actions] if isinstance(actions, str) else actions:
+                granted |= {(action, r) for r in ([resources] if isinstance(resources, str) else resources)}
+    for key in (FEED_NAME, FEED_STATE):
+        arn = f"<SitemapBucket.Arn>/{key}"
+        assert {("s3:GetObject", arn), ("s3:PutObject", arn)} <= granted

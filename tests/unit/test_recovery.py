@@ -526,6 +526,11 @@ def test_rebuild_messages_of_every_shape_are_read() -> None:
     repair = repair_message("blog", 16, "sitemap-blog-0000000000000010.xml.gz", 0)
     assert read_rebuild_request(repair.body) == [DirtyMark("blog", key=16)]
     assert read_rebuild_request(cleanup_message("blog", 1).body) == [DirtyMark("blog", cleanup=True)]
+    # the sweep's news expiry and reconciliation's repair name one file by the start of its range
+    expiry = news_expiry_message("news", 1 << 62, "sitemap-news-4000000000000000.xml.gz", 5)
+    repair = repair_message("blog", 255, "sitemap-blog-00000000000000ff.xml.gz", 6)
+    assert read_rebuild_request(expiry.body) == [DirtyMark("news", key=1 << 62)]
+    assert read_rebuild_request(repair.body) == [DirtyMark("blog", key=255)]
 
 
 def test_news_exactly_48_hours_old_is_still_part_of_the_announced_digest() -> None:

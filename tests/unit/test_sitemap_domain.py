@@ -100,6 +100,7 @@ def test_search_console_is_given_the_index_where_it_is_served(base: str) -> None
     notify([index_change_record(1, "s", ["sitemap.xml"]).body], pipeline, notifiers)
     [url] = console.urls
     assert url.endswith("/sitemaps/" + quote(f"{base or BASE}/sitemap.xml", safe=""))
+    assert url.startswith("https://www.googleapis.com/webmasters/v3/sites/")  # sitemaps.submit, as Google documents it
 
 
 def test_the_sitemaps_base_is_a_scheme_and_host() -> None:

@@ -48,8 +48,3 @@ class Backoff:
 
     def pause(self, attempt: int) -> None:
         self.sleep(self.delay(attempt))
-
-    def worst_case_s(self) -> float:
-        """The longest total wait over all attempts (every draw of the jitter at its maximum)."""
-        top = Backoff(self.attempts, self.max_backoff_s, self.sleep, lambda: 1.0)
-        return sum(top.delay(n) for n in range(1, self.attempts))

@@ -438,8 +438,8 @@ class ManifestStore(FileRecords):
     def park(self, parked_id: str, messages: list[tuple[str, str]]) -> bool:
         """Keep a rebuild batch's requests (``(group, body)`` each) until the running import or bootstrap ends,
         only if one still runs (the import item's existence is checked in the same transaction): False when none
-        does, and the caller rebuilds at once. One item a request: SQS takes 256 KB a message, and ten of them
-        would not fit one 400 KB item (a transaction takes 100 items and 4 MB)."""
+        does, and the caller rebuilds at once. One item a request: a rebuild message is under 200,000 bytes, and
+        ten of them would not fit one 400 KB item (a transaction takes 100 items and 4 MB)."""
         puts: list[Any] = [
             {"Put": {"TableName": self.table, "Item": {
                 "pk": _s(_PARKED), "sk": _s(f"{parked_id}#{number:02d}"), **_V,

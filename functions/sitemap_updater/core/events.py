@@ -244,7 +244,7 @@ def parse_event(body: str | bytes | Mapping[str, Any], site: Site, horizon: Hori
         body = _without_bom(body)
         size = len(body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body)
         if size > MAX_BODY_BYTES:
-            raise EventRejected.single("(body)", f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes")
+            raise body_too_large(size)
         # Fast path: a plain event validated straight from JSON. Anything else (an envelope, an error, a number
         # too long to read) takes the general path below, which also words the errors.
         context: dict[str, Any] = {"site": site, "warnings": []}
@@ -263,6 +263,12 @@ def parse_event(body: str | bytes | Mapping[str, Any], site: Site, horizon: Hori
         raise EventRejected.from_validation_error(exc, prefix) from None
     found = ParsedEvent(event, tuple(context["warnings"]), tuple(_unknown_fields(event, prefix)))
     return _checked(found, prefix, horizon)
+
+
+def body_too_large(size: int) -> EventRejected:
+    """The rejection of a body of ``size`` bytes (without a byte order mark), past :data:`MAX_BODY_BYTES`; also
+    for a line too long for a reader to keep (``core.lines.LongLine``)."""
+    return EventRejected.single("(body)", f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes")
 
 
 def _without_bom(body: str | bytes) -> str | bytes:

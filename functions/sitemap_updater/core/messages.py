@@ -25,6 +25,10 @@ INDEX_GROUP = "index"
 NOTIFY_GROUP = "notify"
 MAX_MARKS_PER_MESSAGE = 100
 _MAX_MARK_BYTES = 200_000  # under SQS's 256 KiB per message, with URLs of up to 2,047 characters
+# A change record's JSON at most: under 256 KiB (SQS's message limit is 1 MiB; a queue may set less), with room
+# for the empty objects' keys (_ITEM_SLACK: the last item of an object has no ', ').
+MAX_RECORD_BYTES = 200_000
+_ITEM_SLACK = 64
 
 
 class Message(NamedTuple):
@@ -161,6 +165,41 @@ def change_record(
     if unless_unannounced:
         body["removed_if_announced"] = unless_unannounced
     return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
+
+
+def change_records(
+    section: str,
+    changed: dict[str, str],
+    digests: dict[str, str],
+    files: list[str],
+    lastmods: dict[str, int],
+    ranks: dict[str, str],
+    unless_unannounced: dict[str, str] | None = None,
+) -> list[Message]:
+    """:func:`change_record`, in as many messages as SQS needs: each of at most :data:`MAX_RECORD_BYTES` of JSON,
+    holding every field of the URLs it names (in URL order; the files in the first). A file whose snapshot was
+    lost announces every page it shows, and a burst rebuilds a thousand pages at once: one record of 10,000 URLs
+    is megabytes. The notifier reads records URL by URL, so the parts say together what the whole would."""
+    unless = unless_unannounced or {}
+    fields: list[dict[str, Any]] = [changed, digests, lastmods, ranks, unless]
+    parts: list[list[str]] = [[]]
+    size = len(json.dumps(change_record(section, {}, {}, files, {}, {}, {}).body)) + _ITEM_SLACK
+    for url in sorted(changed.keys() | unless.keys()):
+        key = len(json.dumps(url)) + 4  # '"url": ' and ', ' in each object that names it
+        cost = sum(key + len(json.dumps(values[url])) for values in fields if url in values)
+        if parts[-1] and size + cost > MAX_RECORD_BYTES:
+            parts.append([])
+            size = len(json.dumps(change_record(section, {}, {}, [], {}, {}, {}).body)) + _ITEM_SLACK
+        parts[-1].append(url)
+        size += cost
+    messages = []
+    for number, urls in enumerate(parts):
+        named, ranked = {url: changed[url] for url in urls if url in changed}, {u: ranks[u] for u in urls if u in ranks}
+        shown = {url: digests[url] for url in urls if url in digests}
+        dated = {url: lastmods[url] for url in urls if url in lastmods}
+        left = {url: unless[url] for url in urls if url in unless}
+        messages.append(change_record(section, named, shown, files if number == 0 else [], dated, ranked, left))
+    return messages
 
 
 def index_change_record(generation: int, sha256: str, names: list[str]) -> Message:

@@ -17,7 +17,6 @@ import hashlib
 import importlib
 import io
 import itertools
-import json
 import logging
 import os
 import time
@@ -28,8 +27,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sitemap_updater.core.errors import EventRejected
+from sitemap_updater.core.events import body_too_large, parse_event
+from sitemap_updater.core.lines import LongLine
 from sitemap_updater.local import moto_speedups
+from sitemap_updater.local.copy_out import copy_out
 from sitemap_updater.local.iam import Enforcer
+from sitemap_updater.local.inputs import SQS_MAX_MESSAGE_BYTES, Body, carried, escaped, preview, sqs_batches
 from sitemap_updater.local.packaged import packaged_file
 from sitemap_updater.local.stack import REGION, EventSource, LocalStack, attach_stack, create_stack, session
 from sitemap_updater.local.visibility import Redelivery, VirtualClock, Visibility
@@ -44,7 +48,6 @@ from sitemap_updater.wiring.pipeline import connect_pipeline, use_pipeline
 TEMPLATE = packaged_file("template.yaml")  # the checkout's template.yaml, or the copy an installed wheel carries
 _MAX_ROUNDS = 10_000
 FEED = 1_000  # events on the ingest queue at most, as a slice of a wave
-WRITTEN = ".sitemap-updater-local.json"  # in --out: the files a local run wrote there (the only ones it replaces)
 # Handler modules bind their loggers' stream once, at import: one sink for every local run of this process.
 _LOG_SINK = io.StringIO()
 
@@ -68,7 +71,7 @@ class WaveReport:
 
     wave: int
     events: dict[str, int] = field(default_factory=lambda: {"accepted": 0, "rejected": 0, "stale": 0, "noop": 0})
-    rejections: list[dict[str, str]] = field(default_factory=list)
+    rejections: list[dict[str, Any]] = field(default_factory=list)  # "sent": false: never reached SQS
     put: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     changed_urls: list[str] = field(default_factory=list)
@@ -166,14 +169,17 @@ class LocalRun:
         self._arns: dict[str, str] = {}
         self._wave = 0
         self._dead = 0
+        self._max_message: int | None = None  # the ingest queue's MaximumMessageSize, read at the first send
         # An invocation that published no metric (a notifier with nothing to send) is normal here, not news.
         warnings.filterwarnings("ignore", "No application metrics to publish", UserWarning)
         os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "SitemapUpdater")
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "sitemap-updater")
 
     # --- waves ---------------------------------------------------------------------------------------
-    def send_wave(self, bodies: Iterable[str]) -> WaveReport:
-        """Send every body to the ingest queue, drive the handlers until every queue is empty, report."""
+    def send_wave(self, bodies: Iterable[Body]) -> WaveReport:
+        """Send every body to the ingest queue, drive the handlers until every queue is empty, report. A body SQS
+        cannot carry (not UTF-8, too long, a character outside SQS's set) is rejected here with the reason
+        ``build`` would give, and not sent."""
         self._wave += 1
         report = WaveReport(self._wave, started=self.clock())
         start, skipped = self.clock.seconds(), self.clock.skipped
@@ -183,8 +189,8 @@ class LocalRun:
         events = iter(bodies)
         while True:
             feed = list(itertools.islice(events, FEED))
-            for start_at in range(0, len(feed), 10):
-                self._send_batch(ingest_url, feed[start_at : start_at + 10])
+            for batch in sqs_batches(self._sendable(feed, report)):
+                self._send_batch(ingest_url, batch)
             last = len(feed) < FEED
             self.drain(wait=last)  # what comes back later comes back after the wave's last event was sent
             self._collect(report)
@@ -195,13 +201,39 @@ class LocalRun:
         report.redelivered = list(self.visibility.redeliveries)
         return report
 
-    def import_site(self, bodies: Iterable[str]) -> ImportResult:
+    def import_site(self, bodies: Iterable[str | bytes | LongLine]) -> ImportResult:
         """Load a whole site into the stack as ``sitemap-updater import`` does (the operator's credentials)."""
         return import_events(bodies, self.pipeline)
 
     def _send_batch(self, url: str, bodies: list[str]) -> None:
         entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies)]
         self._sqs.send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
+
+    def _sendable(self, feed: list[Body], report: WaveReport) -> list[str]:
+        """The bodies of ``feed`` SQS can carry (an event valid but for characters SQS refuses, with those
+        escaped); each other one is rejected into ``report`` with parse_event's reason, as ``build`` gives it."""
+        if self._max_message is None:
+            attributes = self._sqs.get_queue_attributes(
+                QueueUrl=self.stack.queue_url("IngestQueue"), AttributeNames=["MaximumMessageSize"]
+            )["Attributes"]
+            limit = int(attributes.get("MaximumMessageSize", SQS_MAX_MESSAGE_BYTES))
+            self._max_message = min(limit, SQS_MAX_MESSAGE_BYTES)
+        sendable = []
+        for body in feed:
+            if (text := carried(body, self._max_message)) is not None:
+                sendable.append(text)
+                continue
+            try:
+                if isinstance(body, LongLine):
+                    raise body_too_large(body.size)
+                parse_event(body, self.pipeline.site, self.pipeline.horizon())
+            except EventRejected as exc:
+                report.events["rejected"] += 1
+                report.rejections.append({"event": preview(body), "reason": str(exc), "sent": False})
+                continue
+            assert isinstance(body, str)  # valid, so text: only its characters SQS refuses were in the way
+            sendable.append(escaped(body))
+        return sendable
 
     def drain(self, wait: bool = True) -> None:
         """Invoke each function on its queue, in the template's batch sizes, until no queue has messages:
@@ -337,22 +369,8 @@ class LocalRun:
         return {name: data for name, data in found.items() if data is not None}
 
     def download(self, out_dir: Path) -> list[str]:
-        """Copy the bucket into ``out_dir``; returns the names written. Only files an earlier local run wrote
-        there (listed in ``.sitemap-updater-local.json``) are replaced or removed; any other file in the way
-        stops the copy before anything is written (FileExistsError)."""
-        files = self.published(everything=True)
-        record = out_dir / WRITTEN
-        previous = set(json.loads(record.read_text(encoding="utf-8"))) if record.is_file() else set()
-        in_the_way = sorted(name for name in files if (out_dir / name).exists() and name not in previous)
-        if in_the_way:
-            raise FileExistsError(f"{out_dir} holds files a local run did not write: {', '.join(in_the_way)}")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for gone in sorted(previous - set(files)):
-            (out_dir / gone).unlink(missing_ok=True)
-        for name, data in sorted(files.items()):
-            (out_dir / name).write_bytes(data)
-        record.write_text(json.dumps(sorted(files)) + "\n", encoding="utf-8")
-        return sorted(files)
+        """Copy the bucket into ``out_dir`` (``local.copy_out``); returns the names written."""
+        return copy_out(self.published(everything=True), out_dir)
 
     def resources(self) -> dict[str, str]:
         """The physical name (URL, ID) of every resource created, by logical ID."""
@@ -392,16 +410,3 @@ def _sqs_record(message: Any, arn: str) -> dict[str, Any]:
         "eventSourceARN": arn,
         "awsRegion": REGION,
     }
-
-
-def events_from_bytes(raw: bytes) -> list[str]:
-    """Bodies from the bytes of a JSON array or JSONL file, each exactly as it will be sent. Lines end at \n,
-    \r\n or \r, as ``build`` and ``import`` read them (not at a U+2028 inside a string)."""
-    text = raw.decode("utf-8")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            return [json.dumps(item, ensure_ascii=False) for item in json.loads(stripped)]
-        except json.JSONDecodeError:
-            pass
-    return [line.removesuffix("\n") for line in io.StringIO(text, newline=None) if line.strip()]

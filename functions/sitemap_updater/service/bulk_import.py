@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sitemap_updater.core.errors import EventRejected
-from sitemap_updater.core.events import parse_event
+from sitemap_updater.core.events import body_too_large, parse_event
+from sitemap_updater.core.lines import LongLine
 from sitemap_updater.core.messages import DirtyMark
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.reduce import reduce_states, state_from_event
@@ -42,16 +43,19 @@ class ImportResult:
     index: IndexRebuild | None = None
 
 
-def import_events(bodies: Iterable[str], pipeline: Pipeline) -> ImportResult:
-    """Validate every event, keep the newest per URL, write the manifests in batches, then publish every
-    section and the index once (no change records: a first import is not news to search engines). When no
-    event is accepted, nothing is written or published. Raises ImportRefused on a stack that publishes a site."""
+def import_events(bodies: Iterable[str | bytes | LongLine], pipeline: Pipeline) -> ImportResult:
+    """Validate every event (bytes that are not UTF-8, or a line too long for the reader to hold, are rejected so),
+    keep the newest per URL, write the manifests in batches, then publish every section and the index once (no
+    change records: a first import is not news to search engines). When no event is accepted, nothing is written or
+    published. Raises ImportRefused on a stack that publishes a site."""
     check_first_import(pipeline)
     result = ImportResult()
     states = []
     horizon = pipeline.horizon()
     for number, body in enumerate(bodies, start=1):
         try:
+            if isinstance(body, LongLine):
+                raise body_too_large(body.size)
             states.append(state_from_event(parse_event(body, pipeline.site, horizon).event))
         except EventRejected as exc:
             result.rejections.append((number, str(exc)))

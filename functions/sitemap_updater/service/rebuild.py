@@ -14,7 +14,7 @@ from itertools import accumulate
 
 from sitemap_updater.core.changes import View
 from sitemap_updater.core.layout import PublishedFile
-from sitemap_updater.core.messages import DirtyMark, change_record, section_index_request
+from sitemap_updater.core.messages import DirtyMark, change_records, section_index_request
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
@@ -290,11 +290,11 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
                 first_at[mark.url] = min(first_at.get(mark.url, mark.at_us), mark.at_us)
         result.latencies_s = [max(0.0, (as_of - at) / 1e6) for _, at in sorted(first_at.items())]
     if result.changed_urls or found.unless_unannounced:
-        message = change_record(
+        for message in change_records(
             section, result.changed_urls, result.digests, result.put, result.lastmods, result.ranks,
             found.unless_unannounced,
-        )  # fmt: skip
-        pipeline.notify_queue.send(*message)
+        ):  # fmt: skip
+            pipeline.notify_queue.send(*message)
     # Only now, with the change record sent: a crash before it leaves these files as the next attempt compares with.
     in_layout = set(layout)
     for old in live:
