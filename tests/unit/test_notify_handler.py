@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from sitemap_updater.core.messages import change_record
 from sitemap_updater.handlers import notify
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.wiring.pipeline import use_pipeline
@@ -56,7 +57,7 @@ def test_changes_held_for_their_quiet_window_are_counted_in_the_log(logs: io.Str
     stack, engine = Stack(), Engine(200)
     pages = [f"{BASE}/blog/a", f"{BASE}/blog/b"]
     _run(engine, [record("first", 1, _change(*pages))], stack)
-    again = json.dumps({"changed": dict.fromkeys(pages, "updated"), "digests": dict.fromkeys(pages, "d2")})
+    again = _change(*pages, kind="updated", digest="d2", rank="r2")
     assert _run(engine, [record("second", 1, again)], stack) == {"batchItemFailures": []}
     # Then they are held, not sent, and the log says how many
     assert engine.posts == [pages]
@@ -64,8 +65,12 @@ def test_changes_held_for_their_quiet_window_are_counted_in_the_log(logs: io.Str
     assert held["urls"] == 2
 
 
-def _change(*urls: str) -> str:
-    return json.dumps({"changed": dict.fromkeys(urls, "added"), "digests": dict.fromkeys(urls, "d")})
+def _change(*urls: str, kind: str = "added", digest: str = "d", rank: str = "r1") -> str:
+    """A change record as a section rebuild sends it (core/messages.py): the URLs, their digests, lastmods, ranks."""
+    lastmods = dict.fromkeys(urls, 1_795_262_400_000_000)
+    ranks = dict.fromkeys(urls, rank)
+    body = change_record("blog", dict.fromkeys(urls, kind), dict.fromkeys(urls, digest), [], lastmods, ranks).body
+    return json.dumps(body)
 
 
 def _metrics(printed: str) -> dict[str, float]:
@@ -87,7 +92,7 @@ def _logged(sink: io.StringIO) -> list[dict[str, Any]]:
 def test_urls_accepted_are_counted_and_logged_and_no_record_comes_back(
     logs: io.StringIO, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    answer = _run(Engine(200), [record("a", 1, _change(f"{BASE}/blog/a", f"{BASE}/blog/b")), record("b", 1, "{}")])
+    answer = _run(Engine(200), [record("a", 1, _change(f"{BASE}/blog/a", f"{BASE}/blog/b")), record("b", 1, _change())])
     assert answer == {"batchItemFailures": []}
     assert _metrics(capsys.readouterr().out)["UrlsNotified"] == 2
     [sent] = [entry for entry in _logged(logs) if entry["message"] == "notified"]
