@@ -37,6 +37,7 @@ from sitemap_updater.core.event_rules import (
     WINDOW_TEXT,
     ChangeFreq,
     Horizon,
+    body_too_large,
     in_window,
     w3c_datetime,
 )
@@ -244,7 +245,7 @@ def parse_event(body: str | bytes | Mapping[str, Any], site: Site, horizon: Hori
         body = _without_bom(body)
         size = len(body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body)
         if size > MAX_BODY_BYTES:
-            raise EventRejected.single("(body)", f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes")
+            raise EventRejected.single("(body)", body_too_large(size))
         # Fast path: a plain event validated straight from JSON. Anything else (an envelope, an error, a number
         # too long to read) takes the general path below, which also words the errors.
         context: dict[str, Any] = {"site": site, "warnings": []}
