@@ -49,7 +49,7 @@ from sitemap_updater.core.spill import BUCKETS, HEAD, SHIFT, SectionRun, SpillGr
 from sitemap_updater.core.urls import Site
 from sitemap_updater.service import build_input
 from sitemap_updater.service.build_pool import pool
-from sitemap_updater.service.build_publish import publish, recover
+from sitemap_updater.service.build_publish import publish, recover, unfinished
 from sitemap_updater.service.scratch import scratch_folder, sweep
 
 _CHUNK_BYTES = 4 << 20
@@ -396,7 +396,7 @@ def build(
     try:
         result.recovered = recover(out_dir, _STAGING)
         sweep(Path(tempfile.gettempdir()), _SPILL)
-        with scratch_folder(out_dir, _STAGING) as staging:
+        with scratch_folder(out_dir, _STAGING, keep=unfinished) as staging:
             with scratch_folder(Path(tempfile.gettempdir()), _SPILL) as spill, pool(count) as executor:
                 horizon = Horizon(as_of_us, clock_skew_s)
                 chunks = _parse_all(executor, events, site, horizon, str(spill), result, progress, count)

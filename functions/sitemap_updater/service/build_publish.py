@@ -74,6 +74,12 @@ def publish(staging: Path, out_dir: Path, files: list[str], indexes: list[str], 
     return stale
 
 
+def unfinished(staging: Path) -> bool:
+    """Whether ``staging`` holds a publish that was neither finished nor undone (its undo was itself stopped): the
+    folder must then stay for the next build to undo it."""
+    return (staging / _JOURNAL).exists()
+
+
 def recover(out_dir: Path, prefix: str) -> bool:
     """Sweep the staging folders ``<out_dir>/<prefix>*`` that builds which ended left; first undo the publish any
     of them was doing. Returns whether one was undone."""

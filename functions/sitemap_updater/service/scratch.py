@@ -20,15 +20,17 @@ _LOCK = ".owner"
 
 
 @contextlib.contextmanager
-def scratch_folder(parent: Path, prefix: str) -> Iterator[Path]:
-    """A new folder ``<parent>/<prefix>XXXXXXXX``, locked while in use and removed afterwards."""
+def scratch_folder(parent: Path, prefix: str, keep: Callable[[Path], bool] | None = None) -> Iterator[Path]:
+    """A new folder ``<parent>/<prefix>XXXXXXXX``, locked while in use and removed afterwards, unless ``keep``
+    says it still holds what the next start needs (it is unlocked then, for that start's sweep)."""
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     lock = -1
     try:
         lock = _lock_new(path)
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        if keep is None or not keep(path):
+            shutil.rmtree(path, ignore_errors=True)
         if lock >= 0:
             os.close(lock)
 
