@@ -32,7 +32,7 @@ def run_build(events: Path | str, out: Path, *extra: str, site: str = BASE) -> i
 
 
 def published(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if not p.name.startswith(".")}
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file() and not p.name.startswith(".")}
 
 
 def test_a_line_of_megabytes_is_rejected_on_its_line_without_being_held_in_memory(
@@ -85,16 +85,38 @@ def test_a_rebuild_removes_only_files_a_build_of_the_site_wrote(tmp_path: Path) 
 
 
 def test_files_of_another_sites_build_are_left_where_they_are(tmp_path: Path) -> None:
-    # Given a folder where a build of another site wrote a file this site's builds never write
+    # Given a folder where builds of two sites wrote in turn (each writing a sitemap.xml)
     out = tmp_path / "out"
     (tmp_path / "a.jsonl").write_bytes(lines([event("https://a.example.org/only-a/x")]))
-    assert run_build(tmp_path / "a.jsonl", out, site="https://a.example.org") == 0
     (tmp_path / "b.jsonl").write_bytes(lines([event(f"{BASE}/blog/x")]))
-    # When this site is built there twice
+    assert run_build(tmp_path / "a.jsonl", out, site="https://a.example.org") == 0
     assert run_build(tmp_path / "b.jsonl", out) == 0
-    assert run_build(tmp_path / "b.jsonl", out) == 0
-    # Then the other site's file is still there (its index, named as this site's, was replaced)
-    assert "sitemap-only-a-00000000.xml.gz" in published(out)
+    assert {"sitemap-only-a-00000000.xml.gz", "sitemap-blog-00000000.xml.gz"} <= set(published(out))
+    # When the first site is built again, its page moved
+    (tmp_path / "a.jsonl").write_bytes(lines([event("https://a.example.org/moved/x")]))
+    assert run_build(tmp_path / "a.jsonl", out, site="https://a.example.org") == 0
+    # Then the file it no longer has is removed, and the other site's file stays
+    assert set(published(out)) == {"sitemap-moved-00000000.xml.gz", "sitemap-blog-00000000.xml.gz", "sitemap.xml"}
+
+
+def test_a_record_naming_files_elsewhere_is_not_followed(tmp_path: Path) -> None:
+    # Given a build's record in --out edited to name a file beside the folder and one in a folder inside it
+    out = tmp_path / "out"
+    (tmp_path / "e.jsonl").write_bytes(lines([event(f"{BASE}/blog/x")]))
+    assert run_build(tmp_path / "e.jsonl", out) == 0
+    (tmp_path / "outside.txt").write_text("mine")
+    (out / "sub").mkdir()
+    (out / "sub" / "x.xml.gz").write_text("mine")
+    names = ["../outside.txt", "sub/x.xml.gz", "", ".", "..", "sitemap.xml"]
+    (out / ".sitemap-updater-build.json").write_text(json.dumps({"sites": {BASE: names}}))
+    # When the site is built again, then neither is removed
+    assert run_build(tmp_path / "e.jsonl", out) == 0
+    assert (tmp_path / "outside.txt").read_text() == (out / "sub" / "x.xml.gz").read_text() == "mine"
+    # And a record that cannot be read removes nothing
+    (out / ".sitemap-updater-build.json").write_text("{not json")
+    (tmp_path / "e.jsonl").write_bytes(lines([event(f"{BASE}/docs/x")]))
+    assert run_build(tmp_path / "e.jsonl", out) == 0
+    assert set(published(out)) == {"sitemap-blog-00000000.xml.gz", "sitemap-docs-00000000.xml.gz", "sitemap.xml"}
 
 
 def test_a_folder_given_as_the_export_is_named_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -157,7 +157,7 @@ def test_ctrl_c_or_sigterm_while_workers_run_stops_at_once_in_one_line_and_leave
 
 
 def test_sigkill_leaves_no_worker_running_and_the_next_build_sweeps_what_it_left(
-    tmp_path: Path, site: tuple[Path, Path, dict[str, bytes], Path]
+    tmp_path: Path, site: tuple[Path, Path, dict[str, bytes], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     out, _old, before, new = site
     # When the build is killed while its workers run
@@ -168,9 +168,11 @@ def test_sigkill_leaves_no_worker_running_and_the_next_build_sweeps_what_it_left
     assert gone_within(workers, 2)
     assert everything(out) == before
     assert len(scratch(tmp_path, out)) == 2  # its spill and staging folders, which nothing could remove
-    # And the next build removes them
+    # And the next build removes them, with nothing to put back (the killed build had not begun to publish)
+    capsys.readouterr()
     assert main([*build_args(new, out), "--sections", SECTIONS, "--quiet"]) == 0
     assert scratch(tmp_path, out) == []
+    assert "put back" not in capsys.readouterr().out
 
 
 def named_by_index(out: Path) -> list[str]:

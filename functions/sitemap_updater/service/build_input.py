@@ -35,10 +35,7 @@ def ranges(path: Path, target: int, long_line: int = LONG_LINE) -> Iterator[Rang
     with path.open("rb") as handle:
         while start < size:
             cut = start + target
-            if cut >= size:
-                yield Range(start, size, None)
-                return
-            end = _line_end(handle, cut, size, long_line)
+            end = _line_end(handle, cut, size, long_line)  # the file's end, where the cut is at or past it
             if end is not None:
                 yield Range(start, end, None)
                 start = end

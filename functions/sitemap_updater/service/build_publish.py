@@ -15,7 +15,6 @@ of the same site wrote, never another file of the folder.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -33,28 +32,27 @@ def written(out_dir: Path) -> dict[str, list[str]]:
     """The files each site's builds wrote in ``out_dir`` (from its record; none without one)."""
     try:
         record: Any = json.loads((out_dir / RECORD).read_text(encoding="utf-8"))
-        sites = record["sites"]
-        return {str(site): [str(name) for name in names if _plain(str(name))] for site, names in sites.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {site: [name for name in names if _plain(name)] for site, names in record["sites"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not a record of ours: nothing is removed
         return {}
 
 
 def _plain(name: str) -> bool:
-    """A file name of the folder itself (a record naming ../x or a/b is not followed)."""
-    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
+    """A name of a file in the folder itself: a record or journal naming ../x or a/b is not followed (a TypeError
+    for what is not a string)."""
+    return "/" not in name
 
 
 def publish(staging: Path, out_dir: Path, files: list[str], indexes: list[str], site: str) -> list[str]:
     """Move ``files`` then ``indexes`` (``sitemap.xml`` first in the list, moved last) from ``staging`` into
     ``out_dir``; remove the files an earlier build of ``site`` wrote that are not among them. Returns those."""
-    sites = written(out_dir)
+    before = written(out_dir)
     names = {*files, *indexes}
-    stale = sorted(n for n in sites.get(site, ()) if n not in names and (out_dir / n).is_file())
+    stale = sorted(n for n in before.get(site, ()) if n not in names and (out_dir / n).is_file())
+    # the files this build writes are no longer another site's
+    sites = {other: [n for n in owned if n not in names] for other, owned in before.items()}
     sites[site] = sorted(names)
-    for other, owned in list(sites.items()):  # files this build now writes are no longer another site's
-        if other != site:
-            sites[other] = [n for n in owned if n not in names]
-    (staging / RECORD).write_text(json.dumps({"sites": sites}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (staging / RECORD).write_text(json.dumps({"sites": sites}) + "\n", encoding="utf-8")
     known = {n for n in files if (out_dir / n).exists()}
     moves = [*(n for n in files if n not in known), *(n for n in files if n in known), *reversed(indexes), RECORD]
     (staging / _KEPT).mkdir()
@@ -66,7 +64,7 @@ def publish(staging: Path, out_dir: Path, files: list[str], indexes: list[str], 
         for name in moves:
             (staging / name).replace(out_dir / name)
         for name in stale:
-            (out_dir / name).unlink(missing_ok=True)
+            (out_dir / name).unlink()
     except BaseException:
         roll_back(staging, out_dir)
         raise
@@ -94,8 +92,8 @@ def roll_back(staging: Path, out_dir: Path) -> bool:
     was itself stopped) changes nothing more. Returns whether there was a publish to undo."""
     try:
         journal: Any = json.loads((staging / _JOURNAL).read_text(encoding="utf-8"))
-        moves = [str(n) for n in journal["moves"] if _plain(str(n))]
-        kept = {str(n) for n in journal["kept"] if _plain(str(n))}
+        moves = [name for name in journal["moves"] if _plain(name)]
+        kept = {name for name in journal["kept"] if _plain(name)}
     except FileNotFoundError:
         return False
     for name in kept:
@@ -116,10 +114,7 @@ def _keep(path: Path, copy: Path) -> None:
 
 
 def _write_json(path: Path, value: object) -> None:
+    """Write ``path`` whole or not at all (a reader never finds part of it)."""
     new = path.with_name(f"{path.name}.new")
-    with new.open("w", encoding="utf-8") as out:
-        json.dump(value, out)
-        out.flush()
-        with contextlib.suppress(OSError):
-            os.fsync(out.fileno())
+    new.write_text(json.dumps(value), encoding="utf-8")
     new.replace(path)
