@@ -90,7 +90,7 @@ def measure(tool: Tool, events: Path, out: Path) -> Run:
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    files = sorted(p for p in out.iterdir() if p.is_file())
+    files = sorted(p for p in out.iterdir() if p.is_file() and not p.name.startswith("."))  # not a tool's own record
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + path.read_bytes())

@@ -161,7 +161,25 @@ TESTS: dict[str, list[str]] = {
         _FUTURE,
         "tests/integration/test_webhooks.py",
     ],
-    "service/build.py": ["tests/unit/test_mut_build.py", _FUTURE, "tests/integration/test_build_cli.py"],
+    "service/build.py": [
+        "tests/unit/test_mut_build.py",
+        _FUTURE,
+        "tests/integration/test_build_edges.py",
+        "tests/integration/test_build_cli.py",
+    ],
+    "service/build_input.py": ["tests/unit/test_build_input.py", "tests/integration/test_build_edges.py"],
+    "service/build_publish.py": [
+        "tests/unit/test_build_publish.py",
+        "tests/integration/test_build_edges.py",
+        "tests/integration/test_build_interrupted.py",
+        "tests/integration/test_build_cli.py",
+    ],
+    "service/build_pool.py": ["tests/unit/test_mut_build.py", "tests/integration/test_build_interrupted.py"],
+    "service/scratch.py": [
+        "tests/unit/test_build_publish.py",
+        "tests/integration/test_build_interrupted.py",
+        "tests/integration/test_build_cli.py",
+    ],
     "service/pipeline.py": [
         "tests/unit/test_cold_start.py",
         "tests/unit/test_recovery.py",

@@ -4,22 +4,14 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
-import gc
-import shutil
 import sys
-import tempfile
-import time
-from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO
 
-from sitemap_updater.core.errors import MAX_REJECTED_SHARE, LimitExceeded
-from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, INDEX_NAME, MAX_URLS_PER_FILE, Limits
-from sitemap_updater.core.terminal import shown
+from sitemap_updater.core.errors import MAX_REJECTED_SHARE
+from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_URLS_PER_FILE
 from sitemap_updater.core.urls import Site, UrlError, parse_sections
 from sitemap_updater.service.adopt_limits import (
     FILE_SECONDS,
@@ -29,13 +21,12 @@ from sitemap_updater.service.adopt_limits import (
     MAX_SECONDS,
     MAX_TOTAL_BYTES,
 )
-from sitemap_updater.service.build import BuildRefused, BuildResult, build
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 STDIN = Path("-")  # an input given as ``-``: standard input
-_SPOOL_CHUNK = 1 << 20
 
 
 def input_name(path: Path) -> str:
@@ -103,6 +94,18 @@ def _whole(value: str, highest: int | None = None) -> int:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
     if not 1 <= number <= (highest or number):
         raise argparse.ArgumentTypeError(f"must be from 1 to {highest:,}" if highest else "must be at least 1")
+    return number
+
+
+def _shown(value: str) -> int | None:
+    if value == "all":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number or all") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be at least 0")
     return number
 
 
@@ -184,6 +187,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--workers", type=_whole, default=None, metavar="N", help="processes to use (default: all cores)")
     b.add_argument("--quiet", action="store_true", help="print only the summary and rejected lines")
+    b.add_argument(
+        "--show-rejected",
+        type=_shown,
+        default=100,
+        metavar="N",
+        help="print the first N rejected lines (default 100; all for every one); past N, how many were rejected "
+        "for each reason",
+    )
     loc = commands.add_parser(
         "local",
         help="run the whole pipeline on a local AWS endpoint, one wave per events file (and one of webhooks)",
@@ -348,124 +359,22 @@ def _bytes(value: str) -> int:
     return number
 
 
-class _Progress:
-    """A one-line progress bar on a terminal; silent otherwise."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._active = stream.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self._active or not total:
-            return
-        share = done / total
-        bar = "#" * int(share * 30)
-        self._stream.write(f"\rvalidating [{bar:<30}] {share:6.1%}")
-        self._stream.flush()
-
-    def close(self) -> None:
-        if self._active:
-            self._stream.write("\n")
-
-
-def _indexes_text(indexes: list[str]) -> str:
-    return INDEX_NAME if len(indexes) <= 1 else f"{len(indexes)} index files ({INDEX_NAME} and sitemap-index-*.xml)"
-
-
-def _summary(result: BuildResult, out: Path, seconds: float) -> str:
-    texts = sum(name.endswith(".txt") for name in result.files)
-    files = f"{len(result.files) - texts:,} sitemap files" + (f" (and {texts:,} text sitemaps)" if texts else "")
-    lines = [
-        f"{result.lines:,} lines read: {result.accepted:,} events accepted, {len(result.rejections):,} rejected",
-        f"{files} + {_indexes_text(result.indexes)} in {out}: {result.urls:,} URLs, "
-        f"{result.gzip_bytes:,} bytes written ({result.xml_bytes:,} bytes of XML) in {seconds:.1f} s",
-    ]
-    if result.removed:
-        lines.append(f"{len(result.removed):,} sitemap files no longer part of the site removed")
-    return "\n".join(lines)
-
-
-def _build(args: argparse.Namespace) -> int:
-    events: Path = args.events
-    if events != STDIN and not events.is_file():
-        print(f"sitemap-updater: cannot read {events}: no such file", file=sys.stderr)
-        return EXIT_USAGE
-    # What is alive now (the modules, mostly) lives until the process exits: the collector leaves it alone from
-    # here, in this process and in the forked workers (whose pages stay shared), and at exit (about 15 ms less).
-    gc.freeze()
-    try:
-        with _spooled(events) as source:
-            return _build_from(source, input_name(events), args)
-    except OSError as exc:  # standard input could not be copied
-        print(f"sitemap-updater: cannot read {input_name(events)}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-@contextlib.contextmanager
-def _spooled(events: Path) -> Iterator[Path]:
-    """``events``; for ``-``, standard input copied in chunks to a temporary file (deleted afterwards), since a
-    build reads its export in byte ranges from several processes."""
-    if events != STDIN:
-        yield events
-        return
-    with tempfile.TemporaryDirectory(prefix="sitemap-updater-stdin-") as spool:
-        path = Path(spool) / "stdin.jsonl"
-        with path.open("wb") as out:
-            shutil.copyfileobj(stdin_bytes(), out, _SPOOL_CHUNK)
-        yield path
-
-
-def _build_from(events: Path, name: str, args: argparse.Namespace) -> int:
-    as_of = args.as_of or datetime.now(UTC)
-    progress = _Progress(sys.stderr)
-    started = time.perf_counter()
-    try:
-        result = build(
-            events,
-            args.out,
-            dataclasses.replace(args.site, sections=parse_sections(args.sections)),
-            Limits(max_urls=args.max_urls_per_file),
-            to_micros(as_of),
-            workers=args.workers,
-            progress=None if args.quiet else progress,
-            max_rejected_share=args.max_rejected_share,
-            text_sitemaps=args.text_sitemaps,
-        )
-    except BuildRefused as exc:
-        progress.close()
-        _report_lines(name, exc.result, args.quiet)
-        print(f"sitemap-updater: nothing written, {args.out} left as it was: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except OSError as exc:
-        progress.close()
-        print(f"sitemap-updater: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except LimitExceeded as exc:
-        progress.close()
-        print(f"sitemap-updater: nothing written, {args.out} left as it was: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    progress.close()
-    _report_lines(name, result, args.quiet)
-    print(_summary(result, args.out, time.perf_counter() - started))
-    print(f"for the site's robots.txt (once the files are served from {args.site.base_url}/):")
-    for index in result.indexes or [INDEX_NAME]:
-        print(f"Sitemap: {args.site.base_url}/{index}")
-    return EXIT_OK
-
-
-def _report_lines(name: str, result: BuildResult, quiet: bool) -> None:
-    for rejection in result.rejections:
-        print(shown(f"{name}:{rejection.line}: rejected: {rejection.reason}"), file=sys.stderr)
-    if not quiet:
-        for line, text in result.warnings:
-            print(shown(f"{name}:{line}: warning: {text}"), file=sys.stderr)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``sitemap-updater`` console script."""
+    """Entry point of the ``sitemap-updater`` console script. Ctrl-C ends any command with one line and status
+    130, as a shell reports it, not a traceback (``build`` says what it left; see cli_build.py)."""
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("sitemap-updater: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "build":
-        return _build(args)
+        from sitemap_updater.cli_build import run_build
+
+        return run_build(args)
     if args.command == "local":
         from sitemap_updater.cli_local import run_local
 

@@ -52,7 +52,8 @@ def cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
 
 
 def published(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    """The files a crawler can read in ``out`` (not the build's record of what it wrote there)."""
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if not p.name.startswith(".")}
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +75,7 @@ def test_sample_build_writes_sitemaps_and_index(sample_out: Path, capsys: pytest
 
 @pytest.mark.skipif(not XSD_VALIDATE.exists(), reason="../shared/xsd is not beside the repository; schemas unavailable")
 def test_every_written_file_validates_against_the_official_schemas(sample_out: Path) -> None:
-    files = [str(p) for p in sorted(sample_out.iterdir())]
+    files = [str(sample_out / name) for name in published(sample_out)]
     run = subprocess.run([sys.executable, str(XSD_VALIDATE), *files], capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -397,14 +398,14 @@ def test_50001_distinct_first_segments_build_into_a_few_files_by_default(
     out = tmp_path / "out"
     assert run_build(export, out, "--sections", "", "--quiet") == 0
     # Then they share a handful of root files (split by key range), each page listed once
-    files = [p for p in out.iterdir() if p.name != "sitemap.xml"]
+    files = [out / name for name in published(out) if name != "sitemap.xml"]
     assert 6 <= len(files) <= 8
     assert all(p.name.startswith("sitemap-root-") for p in files)
     assert sum(gzip.decompress(p.read_bytes()).count(b"<url>") for p in files) == 50_001
     # And naming some of them gives those their own files, the rest staying in root
     named = tmp_path / "named"
     assert run_build(export, named, "--sections", "user-1,user-2", "--quiet") == 0
-    names = {p.name for p in named.iterdir()}
+    names = set(published(named))
     assert {"sitemap-user-1-00000000.xml.gz", "sitemap-user-2-00000000.xml.gz"} <= names
     capsys.readouterr()
 
@@ -413,7 +414,7 @@ def test_past_the_files_one_index_may_name_build_writes_several_index_files_and_
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given 10 sections of one file each, and index files that may name 3 files (50,000 in use)
-    monkeypatch.setattr("sitemap_updater.cli.Limits", functools.partial(Limits, max_files_per_index=3))
+    monkeypatch.setattr("sitemap_updater.cli_build.Limits", functools.partial(Limits, max_files_per_index=3))
     export = write_jsonl(tmp_path / "many.jsonl", [event(f"{BASE}/s{n}/page") for n in range(10)])
     out = tmp_path / "out"
     # When the site is built
@@ -427,11 +428,13 @@ def test_past_the_files_one_index_may_name_build_writes_several_index_files_and_
     printed = capsys.readouterr().out
     assert sorted(re.findall(r"^Sitemap: \S+/(\S+)$", printed, re.M)) == indexes
     if XSD_VALIDATE.exists():
-        checked = subprocess.run([sys.executable, str(XSD_VALIDATE), *map(str, out.iterdir())], capture_output=True)
+        checked = subprocess.run(
+            [sys.executable, str(XSD_VALIDATE), *(str(out / n) for n in published(out))], capture_output=True
+        )
         assert checked.returncode == 0, checked.stdout + checked.stderr
     # And a smaller site built into the same directory leaves sitemap.xml alone, the other index files removed
     assert run_build(write_jsonl(tmp_path / "few.jsonl", [event(f"{BASE}/s0/page")]), out, "--sections", "*") == 0
-    assert sorted(p.name for p in out.iterdir()) == ["sitemap-s0-00000000.xml.gz", "sitemap.xml"]
+    assert sorted(published(out)) == ["sitemap-s0-00000000.xml.gz", "sitemap.xml"]
 
 
 def test_text_sitemaps_are_written_beside_the_files_and_removed_when_no_longer_asked_for(

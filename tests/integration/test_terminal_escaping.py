@@ -109,7 +109,7 @@ def test_every_corpus_rejection_is_printed_on_its_own_line_escaped(
     events.write_bytes(b"\n".join(lines) + b"\n")
     # When it is built (and refused: every line is rejected)
     argv = ["build", "--site", "https://www.example.com", "--events", str(events), "--out", str(tmp_path / "out")]
-    assert main([*argv, "--workers", "1", "--quiet"]) != 0
+    assert main([*argv, "--workers", "1", "--quiet", "--show-rejected", "all"]) != 0
     # Then each rejection is one line naming the file escaped, and nothing raw reaches the terminal
     printed = capsys.readouterr().err.splitlines()
     assert not [line for line in printed if RAW.search(line)]

@@ -26,7 +26,7 @@ def _write(path: Path, bodies: list[dict[str, Any]]) -> Path:
 
 
 def _published(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if not p.name.startswith(".")}  # not the record
 
 
 def _export() -> list[dict[str, Any]]:

@@ -138,7 +138,7 @@ def test_build_publishes_the_same_bytes_in_any_order_as_the_pipeline_does(
         export = work / "events.jsonl"
         export.write_text("".join(json.dumps(body) + "\n" for body in order), encoding="utf-8")
         build(export, work / "out", Site.parse(BASE, sections=None), Limits(max_urls=2), AS_OF_US, workers=1)
-        outputs.append({p.name: p.read_bytes() for p in sorted((work / "out").iterdir())})
+        outputs.append({p.name: p.read_bytes() for p in sorted((work / "out").glob("sitemap*"))})
     # Then `build` writes the same files in both orders, and the same bytes the pipeline's rules give
     assert outputs[0] == outputs[1]
     assert outputs[0] == reference_site(bodies, Limits(max_urls=2)).all_bytes()

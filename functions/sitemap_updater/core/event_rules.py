@@ -25,6 +25,13 @@ MAX_VIDEOS = 100
 MAX_ALTERNATES = 1000
 MAX_VERSION = 10**18
 MAX_BODY_BYTES = 262_144  # an event's bytes at most (SQS's message limit until 2025, now 1 MiB)
+
+
+def oversized_body(size: int) -> str:
+    """Why a body of ``size`` bytes (over MAX_BODY_BYTES) is rejected; its field is ``(body)``."""
+    return f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes"
+
+
 MAX_INT_DIGITS = 4_300  # Python's own limit for reading an integer from text
 MAX_SECTION_CHARS = 100
 ChangeFreq = Literal["always", "hourly", "daily", "weekly", "monthly", "yearly", "never"]

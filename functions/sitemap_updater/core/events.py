@@ -38,6 +38,7 @@ from sitemap_updater.core.event_rules import (
     ChangeFreq,
     Horizon,
     in_window,
+    oversized_body,
     w3c_datetime,
 )
 from sitemap_updater.core.moments import to_micros
@@ -268,7 +269,7 @@ def parse_event(body: str | bytes | Mapping[str, Any], site: Site, horizon: Hori
 def body_too_large(size: int) -> EventRejected:
     """The rejection of a body of ``size`` bytes (without a byte order mark), past :data:`MAX_BODY_BYTES`; also
     for a line too long for a reader to keep (``core.lines.LongLine``)."""
-    return EventRejected.single("(body)", f"{size:,} bytes; an event may be at most {MAX_BODY_BYTES:,} bytes")
+    return EventRejected.single("(body)", oversized_body(size))
 
 
 def _without_bom(body: str | bytes) -> str | bytes:

@@ -81,7 +81,7 @@ class _Image(Struct, forbid_unknown_fields=True, gc=False):
 
 class _Line(Struct, forbid_unknown_fields=True, gc=False):
     """The common shape: exact JSON types, optional fields null where the models allow it. ``lastmod`` tells
-    null (no lastmod, left to the model path) from absent; ``images`` may not be null."""
+    null (the page has no lastmod: none is shown) from absent (occurred_at is shown); ``images`` may not be null."""
 
     type: str
     url: Annotated[str, Meta(min_length=1)]
@@ -188,11 +188,11 @@ class LineParser:
                 left.append(number)
                 continue
             lastmod = line.lastmod
+            lastmod_text: str | None
             if lastmod is UNSET:
                 moment_us, lastmod_text = occurred
-            elif lastmod is None:  # an explicit null: no lastmod shown, rendered by the model path
-                left.append(number)
-                continue
+            elif lastmod is None:  # an explicit null (as adoption writes): no lastmod shown, and it moves no file's
+                moment_us, lastmod_text = 0, None
             else:
                 lastmod_found = lastmods(lastmod) or lastmod_of(lastmod)
                 if lastmod_found is None:
@@ -218,7 +218,10 @@ class LineParser:
                 # The URL and the body, spilled together (core.spill): the body is url_open's, then the images
                 if line.changefreq is None and line.priority is None:
                     loc = url if "&" not in url and "'" not in url else escape_text(url)  # what else a URL may hold
-                    blob = f"{url}<url><loc>{loc}</loc><lastmod>{lastmod_text}</lastmod>{images}".encode()
+                    if lastmod_text is None:
+                        blob = f"{url}<url><loc>{loc}</loc>{images}".encode()
+                    else:
+                        blob = f"{url}<url><loc>{loc}</loc><lastmod>{lastmod_text}</lastmod>{images}".encode()
                 else:
                     blob = (url + url_open(url, lastmod_text, line.changefreq, line.priority) + images).encode()
                 body_size = len(blob) - url_size

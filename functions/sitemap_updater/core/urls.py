@@ -249,6 +249,16 @@ def _assemble(scheme: str, netloc: str, path: str, query: str) -> str:
     return url
 
 
+_FOREIGN_HOST = re.compile(r"(?:^|; )(?:[\w.\[\]]+\.)?url: host (['\"])(.+?)\1 is not the site's host ")
+
+
+def foreign_host(reason: str) -> str | None:
+    """The host (and port) of a page URL that an event was rejected for being on, read from the rejection's reason
+    (``url: host 'www.example.com' is not the site's host 'example.com'``), or None for another reason."""
+    found = _FOREIGN_HOST.search(reason)
+    return None if found is None else found[2]
+
+
 def canonical_page_url(url: str, site: Site, warnings: list[str] | None = None) -> str:
     """Canonicalise a page URL of ``site``: its scheme and host, default port and fragment dropped,
     RFC 3986 percent-encoding, session IDs stripped (a warning each), under 2,048 characters."""
@@ -258,7 +268,7 @@ def canonical_page_url(url: str, site: Site, warnings: list[str] | None = None) 
     host = normalise_host(_host_as_written(parts))
     netloc = _netloc(parts, host)
     if netloc != site.netloc:
-        raise UrlError(f"host {netloc!r} is not the site's host {site.netloc!r}")
+        raise UrlError(f"host {netloc!r} is not the site's host {site.netloc!r}")  # foreign_host reads it back
     path, query = _strip_session_ids(
         parts.path, parts.query, site.session_params, warnings if warnings is not None else []
     )

@@ -10,23 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 import threading
 from array import array
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
-from functools import cache, reduce
+from functools import reduce
 from itertools import accumulate
 from operator import or_
 from pathlib import Path
 from typing import NamedTuple
 
 from sitemap_updater.core.errors import MAX_REJECTED_SHARE, EventRejected, refusal
-from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS, Horizon
+from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS, Horizon, oversized_body
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.render import (
@@ -48,12 +47,15 @@ from sitemap_updater.core.sharding import (
 )
 from sitemap_updater.core.spill import BUCKETS, HEAD, SHIFT, SectionRun, SpillGroups, reduce_bucket, spill_state
 from sitemap_updater.core.urls import Site
+from sitemap_updater.service import build_input
+from sitemap_updater.service.build_pool import pool
+from sitemap_updater.service.build_publish import publish, recover, unfinished
+from sitemap_updater.service.scratch import scratch_folder, sweep
 
 _CHUNK_BYTES = 4 << 20
 _TASK_STATES = 150_000  # states a reduce task takes at most (so a few tens of MB), unless that needs over 64 tasks
-_SITEMAP_FILE = "sitemap-*.xml.gz"
-_INDEX_FILE = "sitemap-index-*.xml"  # index files past the first (sitemap.xml), see core/render.py split_index
-_TEXT_FILE = "sitemap-*.txt"  # text sitemaps beside the sitemap files (text_sitemaps)
+_STAGING = ".sitemap-build-"  # the folder in --out the files are written to before they are moved in
+_SPILL = "sitemap-build-"  # the folder in the system's temporary folder that holds the spilled states
 
 
 class Rejection(NamedTuple):
@@ -83,6 +85,7 @@ class BuildResult:
     xml_bytes: int = 0
     removed: list[str] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)  # sitemap.xml, then any further index files
+    recovered: bool = False  # the publish of a build that was killed was undone first
 
 
 class _ChunkResult(NamedTuple):
@@ -126,40 +129,6 @@ class _BucketSection(NamedTuple):
     has_news: bool
     records: tuple[str, int, int]
     xml: tuple[str, int]
-
-
-# glibc's mallopt parameters, and what a worker sets them to (see _keep_freed_memory).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_MMAP_THRESHOLD = 32 << 20  # glibc's largest
-_TRIM_THRESHOLD = 256 << 20
-
-
-def _keep_freed_memory() -> None:
-    """A worker process's start: have malloc keep the memory a task frees for the next task's use.
-
-    A task allocates buffers of megabytes (a chunk, its spilled groups, a bucket's heads and bytes, a file's XML).
-    By default glibc maps each such buffer afresh and unmaps it when freed, or gives the top of the heap back, so
-    every task faults its pages in again: at 1,000,000 pages on 2 workers the build's processes took 360,000-420,000
-    minor page faults and 1.2-1.3 s of system time, against about 85,000 and 0.5 s with this.
-    Kept, a worker's memory is its largest task's (the peak is unchanged) and lives as long as the worker, which
-    the build ends. Nothing else changes, so where mallopt is not glibc's (or missing) nothing is done."""
-    mallopt = _mallopt()
-    if mallopt is not None:
-        mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-        mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
-
-
-@cache
-def _mallopt() -> Callable[[int, int], int] | None:
-    """glibc's mallopt, or None. Looked up by the build before its workers start, so that forked workers find it
-    here instead of each importing ctypes as it starts (5-10 ms of a 50,000-page build, before any task)."""
-    try:
-        import ctypes
-
-        mallopt: Callable[[int, int], int] = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return None
-    return mallopt
 
 
 class _Fold(NamedTuple):
@@ -395,19 +364,6 @@ def _write_atomic(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def _chunks(path: Path, target: int) -> Iterator[tuple[int, int]]:
-    """Byte ranges of about ``target`` bytes that start and end on line boundaries."""
-    size = path.stat().st_size
-    start = 0
-    with path.open("rb") as handle:
-        while start < size:
-            handle.seek(min(start + target, size))
-            handle.readline()
-            end = min(handle.tell(), size) if start + target < size else size
-            yield start, end
-            start = end
-
-
 def build(
     events: Path,
     out_dir: Path,
@@ -426,64 +382,64 @@ def build(
     The newest event per URL wins (by version, then occurred_at), whatever the line order. ``as_of_us`` is
     the moment news freshness is judged against, and now for the events: an occurred_at or lastmod more than
     ``clock_skew_s`` past it is rejected. ``progress(done_bytes, total_bytes)`` reports parsing.
-    Files are written beside ``out_dir``'s and moved in only once all are: a build that fails (BuildRefused
-    when nothing was accepted or more than ``max_rejected_share`` of the events were rejected, LimitExceeded,
-    any error) leaves the previous output as it was.
+    Files are written beside ``out_dir``'s and moved in only once all are (``build_publish``): a build that fails
+    (BuildRefused when nothing was accepted or more than ``max_rejected_share`` of the events were rejected,
+    LimitExceeded, any error, an interrupt) leaves the previous output as it was, and no folder it made; one that
+    was killed is undone by the next. Only files an earlier build of ``site`` wrote are removed.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
     total = events.stat().st_size
     count = workers or os.cpu_count() or 1
     if total < _CHUNK_BYTES:
         count = 1  # small inputs are not worth starting processes for
-    # With one worker, one thread runs the same tasks in this process.
-    executor: Executor = ThreadPoolExecutor(max_workers=1)
-    if count > 1:
-        from concurrent.futures.process import ProcessPoolExecutor  # multiprocessing: only a pool's build needs it
-
-        _mallopt()
-        executor = ProcessPoolExecutor(max_workers=count, initializer=_keep_freed_memory)
     result = BuildResult()
-    staging = Path(tempfile.mkdtemp(prefix=".sitemap-build-", dir=out_dir))
+    created = _make_folder(out_dir)
     try:
-        with tempfile.TemporaryDirectory(prefix="sitemap-build-") as spill, executor:
-            horizon = Horizon(as_of_us, clock_skew_s)
-            chunks = _parse_all(executor, events, site, horizon, spill, result, progress, count)
-            reason = refusal(result.accepted, len(result.rejections), max_rejected_share)
-            if reason is not None:
-                raise BuildRefused(reason, result)
-            fold = None if text_sitemaps else _Fold(_fold_sections(chunks, count, limits), limits, str(staging))
-            sections, folded = _reduce_all(executor, chunks, spill, count, text_sitemaps, fold)
-            # A folded section whose wider ranges turned out to fit a file (many duplicates or deletes) is reduced
-            # and rendered again the usual way
-            again = {
-                section
-                for section, parts in folded.items()
-                if _some_wider_range_fits([p.entries for p in parts], [p.size for p in parts], limits)
-            }
-            if again:
-                for section in again:
-                    for name, *_ in (file for part in folded.pop(section) for file in part.files):
-                        (staging / name).unlink()
-                sections.update(_reduce_all(executor, chunks, spill, count, text_sitemaps, only=again)[0])
-            items = _render_all(executor, sections, spill, limits, as_of_us, staging, result, text_sitemaps, folded)
-        indexes = render_indexes(site.base_url, items, limits.max_files_per_index)
-        for name, index in indexes.items():
-            _write_atomic(staging / name, index)
-            result.gzip_bytes += len(index)
-            result.xml_bytes += len(index)
-        result.indexes = sorted(indexes, key=lambda name: (name != INDEX_NAME, len(name), name))
-        for name in result.files:  # the files first, the indexes that name them last
-            (staging / name).replace(out_dir / name)
-        for name in result.indexes:
-            (staging / name).replace(out_dir / name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    keep = {*result.files, *result.indexes}
-    for stale in sorted([*out_dir.glob(_SITEMAP_FILE), *out_dir.glob(_INDEX_FILE), *out_dir.glob(_TEXT_FILE)]):
-        if stale.name not in keep:
-            stale.unlink()
-            result.removed.append(stale.name)
+        result.recovered = recover(out_dir, _STAGING)
+        sweep(Path(tempfile.gettempdir()), _SPILL)
+        with scratch_folder(out_dir, _STAGING, keep=unfinished) as staging:
+            with scratch_folder(Path(tempfile.gettempdir()), _SPILL) as spill, pool(count) as executor:
+                horizon = Horizon(as_of_us, clock_skew_s)
+                chunks = _parse_all(executor, events, site, horizon, str(spill), result, progress, count)
+                reason = refusal(result.accepted, len(result.rejections), max_rejected_share)
+                if reason is not None:
+                    raise BuildRefused(reason, result)
+                fold = None if text_sitemaps else _Fold(_fold_sections(chunks, count, limits), limits, str(staging))
+                sections, folded = _reduce_all(executor, chunks, str(spill), count, text_sitemaps, fold)
+                # A folded section whose wider ranges turned out to fit a file (many duplicates or deletes) is
+                # reduced and rendered again the usual way
+                again = {
+                    section
+                    for section, parts in folded.items()
+                    if _some_wider_range_fits([p.entries for p in parts], [p.size for p in parts], limits)
+                }
+                if again:
+                    for section in again:
+                        for name, *_ in (file for part in folded.pop(section) for file in part.files):
+                            (staging / name).unlink()
+                    sections.update(_reduce_all(executor, chunks, str(spill), count, text_sitemaps, only=again)[0])
+                items = _render_all(
+                    executor, sections, str(spill), limits, as_of_us, staging, result, text_sitemaps, folded
+                )
+            indexes = render_indexes(site.base_url, items, limits.max_files_per_index)
+            for name, index in indexes.items():
+                _write_atomic(staging / name, index)
+                result.gzip_bytes += len(index)
+                result.xml_bytes += len(index)
+            result.indexes = sorted(indexes, key=lambda name: (name != INDEX_NAME, len(name), name))
+            result.removed = publish(staging, out_dir, result.files, result.indexes, site.base_url)
+    except BaseException:
+        for folder in reversed(created):  # a build that wrote nothing leaves no folder it made
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     return result
+
+
+def _make_folder(path: Path) -> list[Path]:
+    """Make ``path`` and any missing parent; returns the folders made, outermost first."""
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    path.mkdir(parents=True, exist_ok=True)
+    return missing[::-1]
 
 
 def _parse_all(
@@ -499,13 +455,19 @@ def _parse_all(
     """Phase 1: validate and render every line, in chunks; line numbers are made absolute here."""
     total = events.stat().st_size
     # Chunks of _CHUNK_BYTES, or one per worker when that is less (so both cores finish a small export together).
-    ranges = list(_chunks(events, min(_CHUNK_BYTES, -(-total // workers))))
+    ranges = list(build_input.ranges(events, min(_CHUNK_BYTES, -(-total // workers))))
     futures = {
         executor.submit(_parse_chunk, str(events), start, end, site, horizon, spill, i): (i, end - start)
-        for i, (start, end) in enumerate(ranges)
+        for i, (start, end, oversized) in enumerate(ranges)
+        if oversized is None
     }
     parsed: dict[int, _ChunkResult] = {}
     done_bytes = 0
+    for i, (start, end, oversized) in enumerate(ranges):
+        if oversized is not None:  # a line too long to be an event, never read: rejected as parse_event words it
+            rejected = [Rejection(1, f"(body): {oversized_body(oversized)}")]
+            parsed[i] = _ChunkResult("", [[] for _ in range(BUCKETS)], 1, 0, rejected, [], set())
+            done_bytes += end - start
     for future in as_completed(futures):
         chunk_id, size = futures[future]
         parsed[chunk_id] = future.result()
