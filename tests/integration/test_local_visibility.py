@@ -104,7 +104,7 @@ def test_a_rebuild_that_fails_once_comes_back_after_its_queue_s_visibility_timeo
     built = tmp_path / "built"
     assert main(["build", "--site", BASE, "--sections", "blog,docs", "--events", str(events), "--out", str(built),
                  "--quiet"]) == 0  # fmt: skip
-    names = sorted(p.name for p in built.iterdir())
+    names = sorted(p.name for p in built.glob("sitemap*"))  # not the build's record of its files
     assert names == sorted(p.name for p in out.glob("sitemap*"))
     assert all(filecmp.cmp(built / name, out / name, shallow=False) for name in names)
 
