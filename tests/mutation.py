@@ -174,8 +174,13 @@ TESTS: dict[str, list[str]] = {
         "tests/integration/test_build_interrupted.py",
         "tests/integration/test_build_cli.py",
     ],
-    "service/build_pool.py": ["tests/unit/test_mut_build.py", "tests/integration/test_build_interrupted.py"],
+    "service/build_pool.py": [
+        "tests/unit/test_build_pool.py",
+        "tests/unit/test_mut_build.py",
+        "tests/integration/test_build_interrupted.py",
+    ],
     "service/scratch.py": [
+        "tests/unit/test_build_pool.py",
         "tests/unit/test_build_publish.py",
         "tests/integration/test_build_interrupted.py",
         "tests/integration/test_build_cli.py",

@@ -38,13 +38,11 @@ def pool(count: int) -> Iterator[Executor]:
     try:
         yield executor
     except BaseException:
-        processes = list((getattr(executor, "_processes", None) or {}).values())  # shutdown() forgets them
-        executor.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
+        # The workers are killed (the pool then finds them dead and ends), the tasks not begun cancelled; a thread's
+        # task runs to its end (a few ms to a second): no thread is killed. The copy: the pool may clear its dict.
+        for process in list((getattr(executor, "_processes", None) or {}).values()):
             process.kill()
-        for process in processes:
-            process.join()
-        executor.shutdown(wait=True)  # a thread's task runs to its end (a few ms to a second): no thread is killed
+        executor.shutdown(wait=True, cancel_futures=True)
         raise
     executor.shutdown(wait=True)
 
@@ -96,7 +94,7 @@ def _prctl() -> Callable[[int, int], int] | None:
     try:
         import ctypes
 
-        prctl: Callable[[int, int], int] = ctypes.CDLL(None, use_errno=True).prctl
+        prctl: Callable[[int, int], int] = ctypes.CDLL(None).prctl
     except (OSError, AttributeError):
         return None
     return prctl

@@ -4,7 +4,7 @@ The files keep the names the stack gives them (a file the deployed functions reb
 wrote, name included), so a file that changes is replaced under its name. Before anything moves, every file the
 publish will replace or remove is kept, as it was, in the staging folder (a hard link: no copy), and a journal
 there lists the moves. The files move by ``rename``, so a reader never sees part of a file: the files of names the
-old index does not know first, then the files it names, then the further index files and ``sitemap.xml`` last, so
+old index does not know first, then the files it names, then the index files (which name sitemap files only), so
 no index names a file that is not there yet; files no longer part of the site go last. A publish that stops
 half-way (an error, SIGTERM, Ctrl-C) is undone at once from what was kept; one that was killed (SIGKILL, power
 loss) is undone by the next build into the same folder, before it does anything else (``recover``).
@@ -44,8 +44,8 @@ def _plain(name: str) -> bool:
 
 
 def publish(staging: Path, out_dir: Path, files: list[str], indexes: list[str], site: str) -> list[str]:
-    """Move ``files`` then ``indexes`` (``sitemap.xml`` first in the list, moved last) from ``staging`` into
-    ``out_dir``; remove the files an earlier build of ``site`` wrote that are not among them. Returns those."""
+    """Move ``files`` then ``indexes`` (each index file names sitemap files only) from ``staging`` into ``out_dir``;
+    remove the files an earlier build of ``site`` wrote that are not among them. Returns those."""
     before = written(out_dir)
     names = {*files, *indexes}
     stale = sorted(n for n in before.get(site, ()) if n not in names and (out_dir / n).is_file())
@@ -54,12 +54,12 @@ def publish(staging: Path, out_dir: Path, files: list[str], indexes: list[str], 
     sites[site] = sorted(names)
     (staging / RECORD).write_text(json.dumps({"sites": sites}) + "\n", encoding="utf-8")
     known = {n for n in files if (out_dir / n).exists()}
-    moves = [*(n for n in files if n not in known), *(n for n in files if n in known), *reversed(indexes), RECORD]
+    moves = [*(n for n in files if n not in known), *(n for n in files if n in known), *indexes, RECORD]
     (staging / _KEPT).mkdir()
     kept = [name for name in [*moves, *stale] if (out_dir / name).is_file()]
     for name in kept:
         _keep(out_dir / name, staging / _KEPT / name)
-    _write_json(staging / _JOURNAL, {"moves": moves, "removes": stale, "kept": kept})
+    _write_json(staging / _JOURNAL, {"moves": moves, "kept": kept})  # the files removed are among those kept
     try:
         for name in moves:
             (staging / name).replace(out_dir / name)

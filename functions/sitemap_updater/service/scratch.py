@@ -24,61 +24,56 @@ def scratch_folder(parent: Path, prefix: str, keep: Callable[[Path], bool] | Non
     """A new folder ``<parent>/<prefix>XXXXXXXX``, locked while in use and removed afterwards, unless ``keep``
     says it still holds what the next start needs (it is unlocked then, for that start's sweep)."""
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    lock = -1
     try:
         lock = _lock_new(path)
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    try:
         yield path
     finally:
         if keep is None or not keep(path):
-            shutil.rmtree(path, ignore_errors=True)
-        if lock >= 0:
-            os.close(lock)
+            shutil.rmtree(path, ignore_errors=True)  # (only its owner writes there: nothing in it refuses)
+        os.close(lock)
 
 
 def _lock_new(path: Path) -> int:
     """Lock ``path`` as its owner's: the lock file gets its name only once locked, so that a sweep never sees it
     unlocked while its owner lives (a folder with no lock file is never swept)."""
     new = path / f"{_LOCK}.new"
-    lock = os.open(new, os.O_CREAT | os.O_WRONLY, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    except OSError:  # no locks on this file system: the folder is not named as sweepable
-        return lock
-    new.replace(path / _LOCK)
+    lock = os.open(new, os.O_CREAT | os.O_WRONLY)
+    if _take(lock):  # else no locks on this file system: the folder is not named as sweepable
+        new.replace(path / _LOCK)
     return lock
 
 
-@contextlib.contextmanager
-def _abandoned(path: Path) -> Iterator[bool]:
-    """Whether the scratch folder ``path`` was left by an owner that is gone (its lock held meanwhile)."""
+def _take(lock: int) -> bool:
+    """Lock ``lock`` (a file descriptor) for this process; False when another holds it (or there are no locks)."""
     try:
-        lock = os.open(path / _LOCK, os.O_RDONLY)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        yield False
+        return False
+    return True
+
+
+def sweep(parent: Path, prefix: str, before: Callable[[Path], None] | None = None) -> None:
+    """Remove the scratch folders ``<parent>/<prefix>*`` whose owners are gone, each after ``before(folder)``;
+    each is held locked meanwhile, so that two starts never clean up one folder together."""
+    try:
+        names = [path.name for path in parent.iterdir()]
+    except OSError:
         return
-    try:
+    for name in names:
+        if not name.startswith(prefix):
+            continue
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(lock)
-
-
-def sweep(parent: Path, prefix: str, before: Callable[[Path], None] | None = None) -> list[Path]:
-    """Remove the scratch folders ``<parent>/<prefix>*`` whose owners are gone, each after ``before(folder)``."""
-    try:
-        found = sorted(parent.glob(f"{prefix}*"))
-    except OSError:
-        return []
-    removed = []
-    for path in found:
-        with _abandoned(path) as left:
-            if left:
+            lock = os.open(parent / name / _LOCK, os.O_RDONLY)
+        except OSError:  # no lock file: being made, or not a folder of ours
+            continue
+        try:
+            if _take(lock):
                 if before is not None:
-                    before(path)
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(path)
-    return removed
+                    before(parent / name)
+                shutil.rmtree(parent / name, ignore_errors=True)
+        finally:
+            os.close(lock)
