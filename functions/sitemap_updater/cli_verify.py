@@ -135,7 +135,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if progress is not None:
         print(file=sys.stderr)
     if pipeline is not None:
-        result.files.append(_stack_check(pipeline))
+        _compare_stack(pipeline, result)
     print(json.dumps(result.as_dict(), indent=2) if args.json else report(result))
     if result.unfinished:
         return EXIT_UNFINISHED
@@ -157,6 +157,17 @@ def _stack_pipeline(stack: str | None, endpoint_url: str | None) -> Pipeline | N
         print(f"sitemap-updater: {shown(exc)}", file=sys.stderr)
         return None
     return connect_pipeline(settings, make_client, endpoint_url)
+
+
+def _compare_stack(pipeline: Pipeline, result: Verification) -> None:
+    """Add the stack's comparison to ``result``; when AWS fails midway (a table or bucket gone, access denied, no
+    connection), the check is unfinished with AWS's reason instead of a traceback."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        result.files.append(_stack_check(pipeline))
+    except (ClientError, BotoCoreError) as exc:
+        result.unfinished = f"the stack's published tree could not be compared with its manifests: {exc}"
 
 
 def _stack_check(pipeline: Pipeline) -> FileCheck:

@@ -187,6 +187,39 @@ def test_with_the_stack_the_published_tree_is_compared_with_the_manifests(
     assert run.published().get("sitemap-news-00000000.xml.gz") == b"other bytes"  # nothing repaired
 
 
+def test_a_stack_whose_table_is_gone_midway_ends_unfinished_with_aws_reason(
+    web: Web,
+    tmp_path: Path,
+    local_run: LocalRunFactory,
+    moto_endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a local stack that published pages, served as its CDN would serve them
+    run = local_run()
+    run.send_wave(bodies([event(f"{BASE}/blog/p1")]))
+    out = tmp_path / "served"
+    run.download(out)
+    publish(web, out)
+    for name, value in {**run.stack.environment, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    # And its manifest table deleted after the stack's outputs could still be read
+    table = run.stack.physical["ManifestTable"]
+    session().client("dynamodb", endpoint_url=moto_endpoint).delete_table(TableName=table)
+    capsys.readouterr()
+    # When the site is verified with the stack's resources
+    argv = ["verify", web.url("/"), "--site", BASE, "--stack", "--endpoint-url", moto_endpoint]
+    status = main(argv)
+    captured = capsys.readouterr()
+    # Then the check is reported as not completed, with AWS's reason, and exits 3 without a traceback
+    assert status == 3
+    assert "Traceback" not in captured.out + captured.err
+    last = captured.out.splitlines()[-2:]
+    assert any(line.startswith("not completed: the stack's published tree could not be compared") for line in last)
+    assert "ResourceNotFoundException" in captured.out
+
+
 OFFICIAL = ("sitemap.xsd", "siteindex.xsd", "sitemap-image.xsd", "sitemap-video.xsd", "sitemap-news.xsd")
 EXTENDED = (
     f'<urlset xmlns="{NS}" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" '
