@@ -124,7 +124,11 @@ def _write_doc(
         "its fixed 15,000) plus an index. Peers: npm `sitemap` 8 (`SitemapAndIndexStream` with gzip, "
         "`bench/peers/sitemapjs.mjs`) and PyPI `xml-sitemap-writer` (`bench/peers/xsw_build.py`), installed into "
         "`bench/.cache`. The floor is reading and parsing the JSONL alone plus gzip -6 of our XML already in "
-        "memory, both on one core.",
+        "memory, both on one core. The figure draws the median wall time at every size measured ("
+        + ", ".join(f"{size:,}" for size, *_ in rows)
+        + " pages; sitemap.js as its README shows: one run above 100,000), the tables the detail at "
+        + " and ".join(f"{size:,}" for size in TABLES)
+        + ".",
         "",
     ]
     lines += [f"![{plots.BUILD_TIME_ALT}](benchmarks/{plots.BUILD_TIME.name})", ""]

@@ -7,7 +7,7 @@ clean. Drawn with matplotlib's Agg renderer (no display), which only ``make benc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,19 +98,22 @@ def line_chart(
     *,
     step: bool = False,
     marks: Sequence[tuple[str, float]] = (),
+    dashed: Collection[str] = (),
 ) -> Path:
     """One line per series (its (x, y) points, in order), markers on the points unless ``step`` (a step line, as a
-    distribution is drawn); ``marks`` are labelled vertical lines (a goal, a limit)."""
+    distribution is drawn); ``marks`` are labelled vertical lines (a goal, a limit), ``dashed`` the series drawn
+    dashed (a reference rather than a contender)."""
     with _style():
         figure, axes = _figure()
         _axes(axes, title, x, y)
         for number, (label, points) in enumerate(series.items()):
             xs, ys = [p[0] for p in points], [p[1] for p in points]
-            colour = COLOURS[number % len(COLOURS)]
+            style: dict[str, Any] = {"label": label, "color": COLOURS[number % len(COLOURS)], "linewidth": 1.4,
+                     "linestyle": "--" if label in dashed else "-"}  # fmt: skip
             if step:
-                axes.step(xs, ys, where="post", label=label, color=colour, linewidth=1.4)
+                axes.step(xs, ys, where="post", **style)
             else:
-                axes.plot(xs, ys, marker="o", markersize=4, label=label, color=colour, linewidth=1.4)
+                axes.plot(xs, ys, marker="o", markersize=4, **style)
         for label, at in marks:
             axes.axvline(at, color="#555555", linestyle="--", linewidth=0.8)
             axes.annotate(label, (at, 1), xycoords=("data", "axes fraction"), xytext=(-3, -10), ha="right",
@@ -162,8 +165,9 @@ def _wrap(label: str, width: int = 18) -> str:
 def build_time(walls: Mapping[str, Mapping[int, float]], path: Path = BUILD_TIME) -> Path:
     """Figure: median wall seconds of each tool (``walls``: tool -> pages -> seconds) against the site's size."""
     series = {tool: [(float(pages), s) for pages, s in sorted(by_size.items())] for tool, by_size in walls.items()}
+    floor = [tool for tool in series if tool.startswith("floor")]
     return line_chart(path, "Full build: wall time by site size", Axis("pages", log=True),
-                      Axis("wall time (s)", log=True), series)  # fmt: skip
+                      Axis("wall time (s)", log=True), series, dashed=floor)  # fmt: skip
 
 
 def cost_per_million(data: dict[str, Any], path: Path = COST) -> Path:
