@@ -63,6 +63,8 @@ demo: venv
 	@ls -l out/demo
 	@echo "Per-wave JSON report: out/demo-report.json; function logs: out/demo-functions.log"
 
+# Figures and tables into docs/benchmarks.md, the figures as PNGs in docs/benchmarks/ (matplotlib: the `bench`
+# extra, part of `dev`); `python -m bench.full_build --doc-only` redraws them from bench/.cache.
 bench: venv
 	$(BIN)/python -m bench.full_build
 	$(BIN)/python -m bench.local_scale

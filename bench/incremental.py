@@ -1,7 +1,8 @@
 """Incremental updates on a large site and what they cost: import N pages (the full publish), then run traffic
 through the real handlers (``bench/traffic.py``) and price every AWS call they made (``bench/meter.py``,
 ``bench/cost.py``). ``python -m bench.incremental [PAGES]`` measures, prints the figures as JSON (last line) and
-rewrites the "Incremental updates" section of docs/benchmarks.md; ``--doc-only`` rewrites it from the last run."""
+rewrites the "Incremental updates" section of docs/benchmarks.md; ``--doc-only`` rewrites it from the last run.
+Both draw its figures (``bench/plots.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import plots
 from bench.meter import Meter
 from bench.pages import SECTIONS, write_pages
 from bench.report import section
@@ -60,13 +62,15 @@ def _scenario(traffic: Traffic, role: str) -> dict[str, Any]:
 
 
 def _freshness(traffic: Traffic) -> dict[str, Any]:
-    """Seconds from the CMS's send to the CDN surely serving the change: p50, p99 and the slowest page."""
+    """Seconds from the CMS's send to the CDN surely serving the change: p50, p99, the slowest page, and every
+    page's (to 0.1 s, sorted: the distribution bench/plots.py draws)."""
     found = traffic.freshness_s  # sorted
 
     def at(q: float) -> float | None:
         return round(found[min(len(found) - 1, math.ceil(q * len(found)) - 1)], 1) if found else None
 
-    return {"pages": len(found), "unshown": traffic.unshown, "p50": at(0.5), "p99": at(0.99), "max": at(1.0)}
+    return {"pages": len(found), "unshown": traffic.unshown, "p50": at(0.5), "p99": at(0.99), "max": at(1.0),
+            "seconds": [round(s, 1) for s in found]}  # fmt: skip
 
 
 def run(size: int) -> dict[str, Any]:
@@ -137,6 +141,7 @@ def main(argv: list[str]) -> int:
         end = text.find("\n## ", start + len(HEADING))
         rest = text[end + 1 :] if end >= 0 else ""
         DOC.write_text(text[:start] + "\n".join(section(data)) + "\n" + rest, encoding="utf-8")
+    plots.incremental(data)
     print(json.dumps(data))
     return 0
 

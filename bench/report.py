@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from bench import cost
+from bench import cost, plots
 from bench.usage import Usage
 
 
@@ -145,6 +145,8 @@ def section(data: dict[str, Any]) -> list[str]:
         "`bench/cost.py`). The sustained rates also carry the hourly sweep and upkeep and the event sources' idle "
         "long polls; the burst is what its events add.",
         "",
+        f"![{plots.COST_ALT}](benchmarks/{plots.COST.name})",
+        "",
         "| scenario | Lambda | SQS | DynamoDB | S3 | CloudFront | CloudWatch | total (USD per 1M events) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -194,6 +196,8 @@ def _freshness(data: dict[str, Any]) -> list[str]:
         "billed), and the CDN's cache lifetime after the put that first showed the page's new content (a cached "
         "copy of the old file may be served until then). No faults here: `make soak` reports freshness under them. "
         "Goal: p50 at most 20 s, p99 at most 60 s.",
+        "",
+        f"![{plots.FRESHNESS_ALT}](benchmarks/{plots.FRESHNESS.name})",
         "",
         "| scenario | changed pages | p50 (s) | p99 (s) | slowest (s) | never shown |",
         "|---|---:|---:|---:|---:|---:|",

@@ -24,6 +24,7 @@ _DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d(?:-[0-3]\d)?\b(?![-T\d])")
 # A date on a line that says what was measured or looked up when is a measurement's date, which stays.
 _MEASUREMENT = re.compile(r"(?i)\b(measured (by|on|with)|looked up on|the run of)\b")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
 
 
 def prose(text: str) -> list[str]:
@@ -84,6 +85,28 @@ def test_every_relative_link_leads_to_a_file_and_heading_that_exist(path: Path) 
         if not where.exists() or (anchor and where.suffix == ".md" and anchor not in anchors(where)):
             broken.append(target)
     assert broken == []
+
+
+@pytest.mark.parametrize("path", [README, *DOCS], ids=lambda p: p.name)
+def test_every_image_says_what_it_shows_and_is_a_small_png_beside_its_doc(path: Path) -> None:
+    """A figure (`make bench` draws those of docs/benchmarks.md) has alt text for a reader who cannot see it, and is a
+    PNG of at most 100 KB that the repository holds (the link check above finds a missing file)."""
+    wrong = []
+    for alt, target in _IMAGE.findall("\n".join(prose(path.read_text(encoding="utf-8")))):
+        where = (path.parent / target).resolve()
+        png = where.is_file() and where.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        if len(alt.split()) < 4 or re.match(r"[a-z]+:", target) or not png or where.stat().st_size > 100_000:
+            wrong.append(target)
+    assert wrong == []
+
+
+def test_the_image_rule_sees_a_missing_alt_text_and_a_file_that_is_no_png(tmp_path: Path) -> None:
+    (tmp_path / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "b.png").write_text("not a picture", encoding="utf-8")
+    doc = tmp_path / "doc.md"
+    doc.write_text("![Build wall time by site size](a.png)\n![](a.png)\n![Cost by AWS service, stacked](b.png)\n")
+    with pytest.raises(AssertionError, match=r"'a.png', 'b.png'"):
+        test_every_image_says_what_it_shows_and_is_a_small_png_beside_its_doc(doc)
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
