@@ -46,10 +46,10 @@ class Tool:
     note: str
 
 
-def install() -> None:
-    """npm ``sitemap`` and PyPI ``xml-sitemap-writer``, each in a cache folder of its own."""
+def install(node: bool = True) -> None:
+    """npm ``sitemap`` (unless not ``node``) and PyPI ``xml-sitemap-writer``, each in a cache folder of its own."""
     NODE_DIR.mkdir(parents=True, exist_ok=True)
-    if not (NODE_DIR / "node_modules" / "sitemap").exists():
+    if node and not (NODE_DIR / "node_modules" / "sitemap").exists():
         subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", "sitemap@8"], cwd=NODE_DIR, check=True)
     shutil.copy(ROOT / "bench" / "peers" / "sitemapjs.mjs", NODE_DIR / "sitemapjs.mjs")  # resolves node_modules
     if not (XSW_VENV / "bin" / "python").exists():

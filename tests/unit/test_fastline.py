@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.event_rules import MAX_BODY_BYTES
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import _DECODE, LineParser, _decode_chunk
+from sitemap_updater.core.fasturl import UrlCanonicaliser
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.spill import Spilled, SpillGroups, spill_state
 from sitemap_updater.core.urls import Site, UrlError, canonical_page_url
@@ -490,25 +490,13 @@ def test_a_value_cut_in_two_is_not_joined_again(cut: int, ends: bytes) -> None:
     assert decoded == one_by_one(data) == [None, None, None]
 
 
-def test_the_unicode_paths_class_is_the_path_characters_and_those_above_ascii_xml_allows() -> None:
-    # Given every character, and the class as the contract words it: the clean path characters, "/", and the
-    # characters above ASCII that XML 1.0 allows
-    every = "".join(map(chr, range(0x110000)))
-    worded = re.compile(f"[{fastline._PATH_CHARS}/\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-    # When the fast path's class (of the characters it excludes) leaves out what it matches
-    kept = re.compile(f"[^{fastline._NOT_UNICODE_PATH}]").sub("", every)
-    # Then it matches the same characters
-    assert kept == worded.sub("", every)
-    assert {*kept} >= {"%", "?", "#", " ", "\ud800", "\uffff"}
-
-
-def _canonical_or_none(url: str, site: Site) -> str | None:
+def _canonical_or_none(url: str, site: Site) -> tuple[str, str] | None:
     warnings: list[str] = []
     try:
         canonical = canonical_page_url(url, site, warnings)
     except UrlError:
         return None
-    return None if warnings else canonical
+    return None if warnings else (canonical, site.section_of(canonical))
 
 
 @settings(max_examples=1000, deadline=None)
@@ -528,4 +516,4 @@ def test_a_url_above_ascii_is_canonicalised_as_the_contract_does(path: str, long
     # Given a URL on the site whose path holds characters above ASCII among others, some of them very long
     url = f"{BASE}/{'x' * 2000 if long else ''}{path}"
     # When the fast path canonicalises it, then it agrees with the contract's canonical form (or its refusal)
-    assert LineParser(site, HORIZON)._canonical(url) == _canonical_or_none(url, site)
+    assert UrlCanonicaliser(site).canonical(url) == _canonical_or_none(url, site)

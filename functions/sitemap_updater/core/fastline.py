@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import date, datetime
 from hashlib import blake2b
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import unquote
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 from msgspec.json import Decoder
@@ -42,17 +42,11 @@ from sitemap_updater.core.event_rules import (
     in_window,
     parse_w3c,
 )
+from sitemap_updater.core.fasturl import KEPT_ESCAPE, PATH_CHARS, QUERY_CHARS, UrlCanonicaliser
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.spill import BUCKET_BITS, HEAD, Spilled, SpillGroups
 from sitemap_updater.core.text import escape_text, forbidden_character
-from sitemap_updater.core.urls import (
-    MAX_URL_LENGTH,
-    ROOT_SECTION,
-    Site,
-    UrlError,
-    canonical_media_url,
-    canonical_page_url,
-)
+from sitemap_updater.core.urls import MAX_URL_LENGTH, ROOT_SECTION, Site, UrlError, canonical_media_url
 
 _CACHE_LIMIT = 65_536
 # The date-time shapes both readers take the same way: seconds, up to six fraction digits, Z or +hh:mm.
@@ -62,15 +56,7 @@ _KEY_HASH = blake2b(digest_size=8)  # sharding.page_key's hash, copied per URL
 _FAST_HEAD = struct.Struct(HEAD.format.replace("Q", "8s", 1))
 _BUCKET_SHIFT = 8 - BUCKET_BITS  # a key's bucket from its first byte
 _ENTRY_BUDGET = MAX_ENTRY_BYTES - len(URL_CLOSE)
-# core.urls's clean path characters but ";" (Site.is_canonical refuses a URL holding one), and those of a segment.
-_PATH_CHARS = r"A-Za-z0-9\-._~!$&'()*+,=:@"
-_SEGMENT = f"[{_PATH_CHARS}]"
-# The path characters above and the characters above ASCII that XML allows (core.text's _FORBIDDEN: no surrogate,
-# U+FFFE or U+FFFF), as the class of all the other characters: listing the characters above ASCII, the class took
-# 2.5 ms to compile in each worker; listing the others, a fraction of one.
-_NOT_UNICODE_PATH = "".join(re.escape(c) for c in map(chr, range(128)) if not re.fullmatch(f"[{_PATH_CHARS}/]", c))
-_NOT_UNICODE_PATH += "\ud800-\udfff\ufffe\uffff"
-_QUOTE_SAFE = "!$&'()*+,=:@/"  # with quote's own letters, digits and "_.-~": core.urls's path characters but ";"
+_SEGMENT = f"[{PATH_CHARS}%]"  # a path segment's characters in a canonical URL (each "%" checked: see _plain)
 
 
 class _Image(Struct, forbid_unknown_fields=True, gc=False):
@@ -109,18 +95,21 @@ class LineParser:
         self._site = site
         self._horizon = horizon  # an occurred_at or lastmod past it is the model path's, which rejects it
         self._sections = site.sections
-        self._path_at = len(site.base_url) + 1  # where the path of a URL on the site starts, after its "/"
         self._moments: dict[str, tuple[int, str] | None] = {}  # occurred_at -> (micros, W3C text)
         self._lastmods: dict[str, tuple[int, str] | None] = {}  # lastmod -> (micros, W3C text)
-        # Site.is_canonical of a URL with no query and no ";" (which the path's class leaves out unless the site's
-        # own address holds one), its first segment as group 1 when more segments follow
+        # A canonical URL, as Site.is_canonical recognises it but with percent escapes the rules keep (each "%"
+        # checked by _loose_escape), with the session IDs in its query (group 2) still to check; one match that
+        # also finds the first path segment (group 1) when more segments follow. No path parameter (";"; where the
+        # site's own address holds one, no URL) nor dot segment.
         prefix = "(?!)" if ";" in site.base_url else re.escape(site.base_url)
-        self._plain = re.compile(rf"{prefix}/(?:({_SEGMENT}+)/)?[{_PATH_CHARS}/]*").fullmatch
+        self._plain = re.compile(
+            rf"{prefix}/(?:({_SEGMENT}++)/)?[{PATH_CHARS}/%]*+(?:\?([{QUERY_CHARS}%]++))?"
+        ).fullmatch
+        self._loose_escape = re.compile(f"%(?!{KEPT_ESCAPE[1:]})").search  # "%" but of an escape the rules keep
         self._segments: dict[str | None, str] = {}  # first segment (None: none) -> the section it puts a page in
-        # A URL on the site that is clean but for characters above ASCII (none XML forbids) in its path, and has no
-        # query, fragment, escape or parameter: canonical_page_url percent-encodes those characters, nothing else
-        self._unicode_path = re.compile(rf"{prefix}/[^{_NOT_UNICODE_PATH}]*").fullmatch
-        self._base = site.base_url
+        self._urls = UrlCanonicaliser(site)  # any other URL
+        # A canonical URL holds no "<", ">" nor '"' (all percent-encoded) unless the site's address does
+        self._escape_all = escape_text(site.base_url) != site.base_url
 
     def parse(self, data: bytes, spill: SpillGroups) -> tuple[int, list[tuple[int, bytes]]]:
         """Spill every line of ``data`` the fast path decides into ``spill``. Returns the number of lines and
@@ -143,10 +132,10 @@ class LineParser:
         One loop with everything it uses bound to locals: a line costs a few microseconds, most of them here.
         """
         decoded, raws = _decode_chunk(data)
-        is_canonical, section_of = self._site.is_canonical, self._site.section_of
-        plain, segments = self._plain, self._segments
+        plain, segments, loose_escape = self._plain, self._segments, self._loose_escape
+        session_in, escape_all = self._urls.session_in, self._escape_all
         moments, lastmods = self._moments.get, self._lastmods.get
-        occurred_of, lastmod_of, canonical_of = self._occurred, self._lastmod, self._canonical
+        occurred_of, lastmod_of, canonical_of = self._occurred, self._lastmod, self._urls.canonical
         group_of, groups = spill.group, spill.groups
         copy_hash, pack = _KEY_HASH.copy, _FAST_HEAD.pack
         aliases = TYPE_ALIASES.get
@@ -157,26 +146,23 @@ class LineParser:
                 continue
             kind = aliases(line.type)
             url = line.url
-            # Site.is_canonical of a URL with no query, by one match that also finds its first path segment
-            found = plain(url) if "?" not in url and "/." not in url and len(url) <= MAX_URL_LENGTH else None
-            if found is not None:
+            # Site.is_canonical of a URL, by one match that also finds its first path segment
+            found = plain(url) if "/." not in url and len(url) <= MAX_URL_LENGTH else None
+            if (
+                found is not None
+                and ("%" not in url or loose_escape(url) is None)
+                and (found[2] is None or session_in(found[2]) is None)
+            ):
                 segment = found[1]
                 section_found = segments.get(segment)
                 if section_found is None:
                     section_found = self._segment_section(segment)
-            elif "?" in url and is_canonical(url):
-                # Site.section_of a URL with no escape: the first of several path segments (none before a query)
-                # when the Sections setting names it
-                slash = url.find("/", self._path_at)
-                section_found = url[self._path_at : slash] if slash > self._path_at else ROOT_SECTION
-                if "?" in section_found or (self._sections is not None and section_found not in self._sections):
-                    section_found = ROOT_SECTION
             else:
                 canonical = canonical_of(url)
                 if canonical is None:
                     left.append(number)
                     continue
-                url, section_found = canonical, section_of(canonical)
+                url, section_found = canonical
             occurred = moments(line.occurred_at) or occurred_of(line.occurred_at)
             if kind is None or occurred is None:
                 left.append(number)
@@ -217,7 +203,14 @@ class LineParser:
             else:
                 # The URL and the body, spilled together (core.spill): the body is url_open's, then the images
                 if line.changefreq is None and line.priority is None:
-                    loc = url if "&" not in url and "'" not in url else escape_text(url)  # what else a URL may hold
+                    loc = url  # escaped: what else a canonical URL may hold is percent-encoded
+                    if escape_all:
+                        loc = escape_text(url)
+                    else:
+                        if "&" in loc:
+                            loc = loc.replace("&", "&amp;")
+                        if "'" in loc:
+                            loc = loc.replace("'", "&apos;")
                     if lastmod_text is None:
                         blob = f"{url}<url><loc>{loc}</loc>{images}".encode()
                     else:
@@ -253,22 +246,12 @@ class LineParser:
     def _segment_section(self, segment: str | None) -> str:
         """Site.section_of a canonical URL whose first segment (followed by more) is ``segment``, remembered."""
         sections = self._sections
-        section = ROOT_SECTION if segment is None or (sections is not None and segment not in sections) else segment
+        name = unquote(segment) if segment is not None and "%" in segment else segment  # as core.urls.first_segment
+        section = ROOT_SECTION if name is None or (sections is not None and name not in sections) else name
         if len(self._segments) >= _CACHE_LIMIT:
             self._segments.clear()
         self._segments[segment] = section
         return section
-
-    def _canonical(self, url: str) -> str | None:
-        if "/." not in url and self._unicode_path(url) is not None:
-            canonical = self._base + quote(url[len(self._base) :], safe=_QUOTE_SAFE)  # UTF-8, upper-case hex
-            return canonical if len(canonical) <= MAX_URL_LENGTH else None
-        warnings: list[str] = []
-        try:
-            canonical = canonical_page_url(url, self._site, warnings)
-        except UrlError:
-            return None
-        return None if warnings else canonical
 
     def _occurred(self, text: str) -> tuple[int, str] | None:
         """RFC 3339 date-time with an offset, within the models' window, as the model reads it."""

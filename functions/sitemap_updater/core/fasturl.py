@@ -1,0 +1,158 @@
+"""Canonical page URLs for ``core.fastline``: ``canonical_page_url``'s result without parsing, or None to step aside.
+
+``core.urls`` holds the rules; this module applies them to the URLs real sites export without splitting each one:
+a URL on the site, written with the site's own scheme and host, whose path holds the path characters, percent
+escapes and characters above ASCII, with any query and fragment. Its canonical form is the site's address, the path
+percent-encoded as the rules encode it (``_percent_encode``, the rules' own function, or a table of its results for
+characters above ASCII), and the query likewise, the fragment dropped: what ``canonical_page_url`` makes of it, found
+by one regular expression match where nothing needs encoding. A URL with a session ID (a warning), a dot segment,
+a path parameter or anything else goes to ``canonical_page_url`` itself, and one it warns about or refuses is left
+to the model path. ``tests/unit/test_fastline.py`` holds this module to ``canonical_page_url`` over generated URLs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from urllib.parse import quote
+
+from sitemap_updater.core.urls import (
+    _PATH_SAFE,
+    _QUERY_SAFE,
+    _UNRESERVED,
+    MAX_URL_LENGTH,
+    Site,
+    UrlError,
+    _percent_encode,
+    canonical_page_url,
+)
+
+_CACHE_LIMIT = 65_536
+# core.urls's clean path characters but ";" (a path parameter may be a session ID), and its clean query characters
+PATH_CHARS = r"A-Za-z0-9\-._~!$&'()*+,=:@"
+QUERY_CHARS = PATH_CHARS + r";/?"
+
+
+def _kept_escape() -> str:
+    """A percent escape the rules keep as it is: upper-case hex of a byte that is not an unreserved character (the
+    rules decode those). Written as a look-ahead of the unreserved bytes grouped by their first hex digit."""
+    seconds: dict[str, str] = {}
+    for char in sorted(_UNRESERVED):
+        code = f"{ord(char):02X}"
+        seconds[code[0]] = seconds.get(code[0], "") + code[1]
+    unreserved = "|".join(f"{first}[{rest}]" for first, rest in sorted(seconds.items()))
+    return f"%(?!{unreserved})[0-9A-F]{{2}}"
+
+
+KEPT_ESCAPE = _kept_escape()
+# The characters above ASCII that XML allows (core.text's _FORBIDDEN: no surrogate, U+FFFE or U+FFFF), as the ones
+# left out of a class of all the others: a class listing the characters above ASCII took milliseconds to compile.
+_NOT_XML = "\ud800-\udfff\ufffe\uffff"
+_PRINTABLE = "".join(map(chr, range(0x21, 0x7F)))  # ASCII but controls, space and DEL
+
+
+def _not(allowed: str) -> str:
+    """A negated class body of every ASCII character not in ``allowed`` (a class body) and what XML forbids."""
+    inside = re.compile(f"[{allowed}]")
+    return "".join(re.escape(c) for c in map(chr, range(128)) if not inside.fullmatch(c)) + _NOT_XML
+
+
+# Outside the path: "?", "#", ";", a space, a control character (so no line break nor tab), DEL, a backslash and
+# the other ASCII the rules encode, what XML forbids. In the query and fragment: a space (URLs are stripped of
+# spaces at their ends), controls, DEL and what XML forbids; "#" ends the query.
+NOT_PATH = _not(PATH_CHARS + "/%")
+NOT_QUERY = _not(re.escape(_PRINTABLE.replace("#", "")))
+NOT_FRAGMENT = _not(re.escape(_PRINTABLE))
+
+
+class _AboveAscii(dict[int, int | str]):
+    """A ``str.translate`` table: ASCII kept, a character above ASCII percent-encoded (UTF-8, upper-case hex, as
+    the rules encode it), remembered up to a bound."""
+
+    def __init__(self) -> None:
+        super().__init__((code, code) for code in range(128))
+
+    def __missing__(self, code: int) -> str:
+        encoded = quote(chr(code), safe="")
+        if len(self) < _CACHE_LIMIT:
+            self[code] = encoded
+        return encoded
+
+
+class UrlCanonicaliser:
+    """``canonical_page_url`` of one site's URLs, with the section a page of each is in (``Site.section_of``)."""
+
+    def __init__(self, site: Site) -> None:
+        self._site = site
+        self._base = base = site.base_url
+        self._path_at = len(base) + 1  # where a path's first segment starts
+        # A site whose address holds ";" (which is_canonical refuses anywhere): every URL to canonical_page_url
+        prefix = "(?!)" if ";" in base else re.escape(base)
+        self._simple = re.compile(
+            rf"{prefix}(/[^{NOT_PATH}]*)(?:\?([^{NOT_QUERY}]*))?(?:#[^{NOT_FRAGMENT}]*)?"
+        ).fullmatch
+        self._clean_path = re.compile(rf"(?:[{PATH_CHARS}/]|{KEPT_ESCAPE})*").fullmatch
+        self._clean_query = re.compile(rf"(?:[{QUERY_CHARS}]|{KEPT_ESCAPE})*").fullmatch
+        self._names = site.session_params
+        self.session_in = session_search(site.session_params)
+        self._above_ascii = _AboveAscii()
+        self._sections: dict[str, str] = {}  # a canonical URL's text before its second "/" -> its section
+
+    def canonical(self, url: str) -> tuple[str, str] | None:
+        """The canonical form of page URL ``url`` and the section of its page, or None when the rules warn about it
+        (a session ID removed) or refuse it."""
+        found = self._simple(url)
+        if found is None:
+            return self._full(url)
+        path, query = found[1], found[2]
+        if query:
+            if self.has_session_id(query):
+                return None  # canonical_page_url would remove it, with a warning only the model path gives
+            if self._clean_query(query) is None:
+                query = _percent_encode(query, _QUERY_SAFE)
+        if "%" not in path:  # only characters above ASCII to encode, each on its own, as _percent_encode does
+            path = path.translate(self._above_ascii)
+        elif self._clean_path(path) is None:
+            path = _percent_encode(path, _PATH_SAFE)
+        if "/." in path:  # a dot segment to remove (perhaps once decoded: %2E)
+            return self._full(url)
+        canonical = f"{self._base}{path}?{query}" if query else self._base + path
+        if len(canonical) > MAX_URL_LENGTH:
+            return None  # the model path words the refusal
+        return canonical, self.section_of(canonical)
+
+    def has_session_id(self, query: str) -> bool:
+        """True when a name in ``query`` is one of the site's session parameters (as ``_strip_session_ids`` reads
+        the query: each "&"-separated pair's text before its "=", lower-cased)."""
+        if query.isascii():
+            return self.session_in(query) is not None
+        names = self._names
+        return any(pair.split("=", 1)[0].lower() in names for pair in query.split("&"))
+
+    def section_of(self, canonical: str) -> str:
+        """``Site.section_of`` a canonical URL, remembered by its first segment (what the section depends on)."""
+        slash = canonical.find("/", self._path_at)
+        key = canonical[self._path_at : slash] if slash > 0 else ""  # "": no segment followed by another (root)
+        section = self._sections.get(key)
+        if section is None:
+            section = self._site.section_of(canonical)
+            if len(self._sections) >= _CACHE_LIMIT:
+                self._sections.clear()
+            self._sections[key] = section
+        return section
+
+    def _full(self, url: str) -> tuple[str, str] | None:
+        warnings: list[str] = []
+        try:
+            canonical = canonical_page_url(url, self._site, warnings)
+        except UrlError:
+            return None
+        return None if warnings else (canonical, self.section_of(canonical))
+
+
+def session_search(names: frozenset[str]) -> Callable[[str], re.Match[str] | None]:
+    """A search that finds, in an ASCII query, a pair whose name lower-cased is in ``names``: only ASCII names in
+    lower case without "&" or "=" can be one (a pair's name holds neither, and lower-cased ASCII is such ASCII)."""
+    usable = sorted(n for n in names if n.isascii() and n == n.lower() and "&" not in n and "=" not in n)
+    alternatives = "|".join(map(re.escape, usable)) if usable else "(?!)"
+    return re.compile(rf"(?:^|&)(?:{alternatives})(?=[=&]|\Z)", re.IGNORECASE | re.ASCII).search
