@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sitemap_updater.adapters.manifest import page_pk, page_record, url_id
+from sitemap_updater.adapters.manifest import entry_pk, page_pk, page_record, url_id
 from sitemap_updater.core.pages import SentRecord
 from tests.sim.faults import aws_error
 
@@ -50,6 +50,16 @@ def check_key(key: dict[str, Any], operation: str) -> None:
         raise aws_error("ValidationException", operation, 400, message)
 
 
+def section_of(pk: str, sk: str, partitions: int) -> str:
+    """The section of a manifest item's partition key, which must be the one its readers query for its key
+    (``entry_pk``): an entry under any other key would be missing from its file, whatever the fakes' dictionaries
+    (keyed by section) hold."""
+    assert pk.startswith("sec#"), pk
+    section = pk[4:] if partitions == 1 else pk[4:-3]
+    assert pk == entry_pk(section, int(sk[:16], 16), partitions), f"{sk} written under {pk}, which no reader queries"
+    return section
+
+
 def check_item(item: dict[str, Any], operation: str) -> None:
     check_key(item, operation)
     if item_size(item) > MAX_ITEM:
@@ -70,7 +80,7 @@ class FakeDynamoClient:
         (an entry or a removal marker, only where there is no item or one of a lower rank)."""
         store = self._store
         check_item(item, "PutItem")
-        prefix, _, section = item["pk"]["S"].partition("#")
+        prefix = item["pk"]["S"].partition("#")[0]
         expression, values = condition.get("ConditionExpression"), condition.get("ExpressionAttributeValues", {})
         if prefix == "page":
             url = item["url"]["S"]
@@ -83,6 +93,7 @@ class FakeDynamoClient:
                 holds = current is not None and current.rank == values[":expected"]["S"]
         else:
             assert prefix == "sec", f"the fake does not know PutItem on {item['pk']['S']}"
+            section = section_of(item["pk"]["S"], item["sk"]["S"], store.aws.partitions)
             assert expression == "attribute_not_exists(pk) OR #rank < :rank", expression
             url = next((u for u in store.refused_urls if item["sk"]["S"].endswith(f"#{url_id(u)}")), "")
             ranked = store.entry_ranks.get((section, item["sk"]["S"]))  # None: no item
@@ -105,8 +116,8 @@ class FakeDynamoClient:
 
         def get() -> dict[str, Any]:
             check_key(Key, "GetItem")
-            prefix, _, section = Key["pk"]["S"].partition("#")
-            assert prefix == "sec" and options.get("ConsistentRead"), "the fake reads only a section's item of a page"
+            assert options.get("ConsistentRead"), "the fake reads only a section's item of a page, strongly"
+            section = section_of(Key["pk"]["S"], Key["sk"]["S"], self._store.aws.partitions)
             if Key["sk"]["S"] not in self._store.manifest.get(section, {}):
                 return {}
             return {"Item": {"v": {"N": "1"}, "rank": {"S": self._store.entry_ranks[(section, Key["sk"]["S"])]}}}
