@@ -16,6 +16,7 @@ keys' and the table's limits in the virtual second it is made (the invocation's 
 its calls so far): a throttled attempt is counted (``Usage.throttled``) and waits botocore's backoff before it is
 made again, which the invocation is billed; one throttled on its last attempt is counted in ``throttle_failed``.
 Without one, nothing is throttled (the units per partition key are still counted, ``units_by_key``).
+A call's time is the virtual clock's when its invocation began plus the stated latency of its calls before it.
 
 Time spent inside the fakes and in this accounting is not the service's: it is taken out of the measured CPU and
 replaced by a stated latency per call (``bench/cost.py``)."""
@@ -86,7 +87,8 @@ class Meter:
     def __init__(self, sim: Any, throughput: Throughput | None = None) -> None:
         self.sim = sim
         self.throughput = throughput
-        self.units_by_key: defaultdict[str, float] = defaultdict(float)  # units per partition key (not page#/sent#)
+        # Units per partition key and kind ("read"/"write"), except the keys of one item per URL (page#, sent#)
+        self.units_by_key: defaultdict[tuple[str, str], float] = defaultdict(float)
         self._wait0 = 0.0  # the current invocation's wait when it began
         self.store: FakeStore = sim.store
         self.usage: dict[str, Usage] = {}
@@ -185,7 +187,7 @@ class Meter:
                 continue
             for pk in keys:
                 if not spread(pk):
-                    self.units_by_key[pk] += units
+                    self.units_by_key[(pk, kind)] += units
                 if self.throughput is None:
                     continue
                 before = sum(self.throughput.throttled.values())
