@@ -2,10 +2,15 @@
 ingest's conditional ``PutItem`` calls (a failed condition is ``ConditionalCheckFailedException``, as AWS answers,
 and is billed like a write by ``bench/meter.py``) and ``GetItem`` of an entry's rank, and the batch calls (partial
 results). Every write passes DynamoDB's size limits: partition key 2,048 bytes, sort key 1,024 bytes, item 400 KB.
-A page whose URL is in ``FakeStore.refused_urls`` is refused on every write (a fault that persists)."""
+A page whose URL is in ``FakeStore.refused_urls`` is refused on every write (a fault that persists). With a
+``FakeStore.throughput`` (``tests/sim/throughput.py``), ingest's writes and reads of single items take their units
+from their partition key's and the table's limits at the virtual time of the call: a throttled attempt waits
+botocore's backoff (virtual time passes), and one throttled on the fourth attempt raises
+``ProvisionedThroughputExceededException`` as the client would."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from sitemap_updater.adapters.manifest import entry_pk, page_pk, page_record, url_id
@@ -72,7 +77,19 @@ class FakeDynamoClient:
     def __init__(self, store: FakeStore) -> None:
         self._store = store
 
+    def _throttle(self, pk: str, kind: str, units: float, operation: str) -> None:
+        """Take ``units`` from the limits of ``pk`` and the table, as botocore's attempts would (see the module)."""
+        throughput = self._store.throughput
+        if throughput is None:
+            return
+        waited, served = throughput.request(pk, kind, units, self._store.clock.now)
+        self._store.sleep(waited)
+        if not served:
+            message = "The level of configured provisioned throughput for the table was exceeded."
+            raise aws_error("ProvisionedThroughputExceededException", operation, 400, message)
+
     def put_item(self, TableName: str, Item: dict[str, Any], **condition: Any) -> dict[str, Any]:  # noqa: N803
+        self._throttle(Item["pk"]["S"], "write", max(1, math.ceil(item_size(Item) / 1024)), "PutItem")
         return dict(self._store._call("put_item", lambda: self._put(Item, condition)))
 
     def _put(self, item: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +130,7 @@ class FakeDynamoClient:
 
     def get_item(self, TableName: str, Key: dict[str, Any], **options: Any) -> dict[str, Any]:  # noqa: N803
         """A section's item of a page, as ``entry_rank`` asks for it (its key and rank)."""
+        self._throttle(Key["pk"]["S"], "read", 1, "GetItem")
 
         def get() -> dict[str, Any]:
             check_key(Key, "GetItem")

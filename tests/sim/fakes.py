@@ -32,6 +32,7 @@ from sitemap_updater.ports import HttpResponse, ImportHold
 from tests.conftest import AS_OF_US
 from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
 from tests.sim.scheduler import Clock, Scheduler
+from tests.sim.throughput import Throughput
 
 
 def _client_error(code: str, operation: str) -> ClientError:
@@ -57,11 +58,15 @@ class FakeStore:
         self.outbox: dict[str, list[str]] = {}  # open outboxes: name -> the URLs of their batch
         self.sent: dict[tuple[str, str], tuple[int, SentRecord]] = {}  # by (pk, channel)
         self.refused_urls: set[str] = set()  # pages whose every write DynamoDB refuses (tests/sim/dynamo.py)
+        self.throughput: Throughput | None = None  # DynamoDB's limits, when a test sets them (tests/sim/dynamo.py)
+        self.clock = clock
         self.waited_s = 0.0
 
         def sleep(seconds: float) -> None:  # a backoff passes virtual time
             clock.now += seconds
             self.waited_s += seconds
+
+        self.sleep = sleep
 
         client: Any = FakeDynamoClient(self)
         self.aws = ManifestStore(client, "sim-manifest", sleep=sleep, partitions=partitions)
