@@ -90,6 +90,10 @@ class Meter:
         # Units per partition key and kind ("read"/"write"), except the keys of one item per URL (page#, sent#)
         self.units_by_key: defaultdict[tuple[str, str], float] = defaultdict(float)
         self._wait0 = 0.0  # the current invocation's wait when it began
+        # With a Throughput: units served per (second, kind), by (key prefix, function): what fills a busy second
+        self.sources: defaultdict[tuple[int, str], defaultdict[tuple[str, str], float]] = defaultdict(
+            lambda: defaultdict(float)
+        )
         self.store: FakeStore = sim.store
         self.usage: dict[str, Usage] = {}
         self.function = "setup"
@@ -195,6 +199,8 @@ class Meter:
                 usage.throttled += sum(self.throughput.throttled.values()) - before
                 usage.throttle_failed += not served
                 waited += wait
+                if served:
+                    self.sources[(math.floor(at + waited), kind)][(pk.partition("#")[0], self.function)] += units
         usage.wait_s += waited
 
     # --- DynamoDB ------------------------------------------------------------------------------------

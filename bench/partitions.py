@@ -39,7 +39,7 @@ def fifty_one_section() -> Scenario:
     return Scenario("50 events/s, one section", 50.0, 6000, section=SECTIONS[0])
 
 
-def _scenario(throughput: Throughput, traffic: Any, events: int) -> dict[str, Any]:
+def _scenario(throughput: Throughput, traffic: Any, events: int, meter: Meter) -> dict[str, Any]:
     usage = Usage()
     for used in traffic.usage.values():
         usage.add(used)
@@ -47,7 +47,13 @@ def _scenario(throughput: Throughput, traffic: Any, events: int) -> dict[str, An
     table = {kind: max((u for (_s, k), u in throughput.table.items() if k == kind), default=0.0)
              for kind in ("write", "read")}  # fmt: skip
     fresh = traffic.freshness_s
+    fullest = {}  # what filled the table's busiest second: the largest (key prefix, function) and its units
+    for kind in ("write", "read"):
+        second = max((s for (s, k) in throughput.table if k == kind), key=lambda s: throughput.table[(s, kind)])
+        (prefix, function), units = max(meter.sources[(second, kind)].items(), key=lambda item: item[1])
+        fullest[kind] = [prefix, function, units]
     return {
+        "table_fullest": fullest,
         "label": traffic.scenario.label, "rate": traffic.scenario.rate, "events": events,
         "virtual_s": round(traffic.virtual_s, 1), "wru": usage.wru, "rru": usage.rru,
         "throttled": dict(throughput.throttled), "failed": throughput.failed,
@@ -77,7 +83,8 @@ def run(size: int) -> dict[str, Any]:
                 picks = rng.sample(pool, min(scenario.events, len(pool)))
                 meter.throughput = throughput = Throughput()  # a new on-demand table: the strictest case
                 traffic = driver.run(scenario, changed_bodies(lines, picks, number))
-                found.append(_scenario(throughput, traffic, len(picks)))
+                found.append(_scenario(throughput, traffic, len(picks), meter))
+                meter.sources.clear()
                 print(f"partitions {spread}, {scenario.label}: {found[-1]['throttled']}", file=sys.stderr)
         results["runs"][str(spread)] = found
         del sim, meter, driver
@@ -108,9 +115,10 @@ def section(data: dict[str, Any]) -> list[str]:
         "key (`sec#<section>`); 16 spreads them by key range.",
         "",
         "| SectionPartitions | scenario | events | throttled attempts | failed after retries | busiest key "
-        "(write units in its busiest second) | read units, its busiest second | table's busiest second (write, "
-        "read) | p99 freshness (s) | events/s before one key throttles (writes, reads) |",
-        "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|",
+        "(write units in its busiest second) | busiest key for reads: units in its busiest second | "
+        "table's busiest second (write, read) | p99 freshness (s) | events/s before one key throttles (writes, "
+        "reads) | events/s before a new table throttles (writes, reads) |",
+        "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for spread, rows in data["runs"].items():
         for row in rows:
@@ -122,8 +130,31 @@ def section(data: dict[str, Any]) -> list[str]:
                 f"| {spread} | {row['label']} | {row['events']:,} | {throttled:,} | {row['failed']:,} | "
                 f"`{key_w}` ({units_w:,.0f}) | {units_r:,.0f} | {row['table_peak']['write']:,.0f}, "
                 f"{row['table_peak']['read']:,.0f} | {row['freshness_p99_s']} | "
-                f"{room['key_write']:,.0f}, {room['key_read']:,.0f} |"
+                f"{room['key_write']:,.0f}, {room['key_read']:,.0f} | "
+                f"{room['table_write']:,.0f}, {room['table_read']:,.0f} |"
             )
+    lines += [
+        "",
+        "The headroom columns scale each scenario's rate by a limit over its busiest second (the same shape of "
+        "traffic, faster): a key's 1,000 write and 3,000 read units, a new table's 4,000 and 12,000. A change "
+        "writes about one unit under its section's key (its entry), so with one key a section takes about "
+        "1,000 changes a second; its rebuilds' reads of whole files are the other load on the key. With 16 keys "
+        "each holds a sixteenth of the section, and the table's own limit (which grows with use, or "
+        "`ManifestWarmWriteUnits`) comes first. What filled the table's busiest second:",
+        "",
+    ]
+    for spread, rows in data["runs"].items():
+        for row in rows:
+            if "table_fullest" not in row:
+                continue
+            (wp, wf, wu), (rp, rf, ru) = row["table_fullest"]["write"], row["table_fullest"]["read"]
+            lines.append(f"- {spread}, {row['label']}: writes mostly `{wp}#` items of {wf} ({wu:,.0f} units), "
+                         f"reads mostly `{rp}#` items of {rf} ({ru:,.0f} units).")  # fmt: skip
+    lines += [
+        "",
+        f"Measured at {data['pages']:,} pages: a section's files, which its rebuilds read, grow with the site, so "
+        "a larger site's rebuilds put more reads on its keys.",
+    ]
     return lines
 
 
