@@ -37,7 +37,11 @@ SFN_TRANSITION = 0.025 / 1000  # Step Functions standard, per state transition
 TRANSITIONS_PER_CHILD = 3  # a map item's child execution: its start, its task, its end
 LOAD_CONCURRENCY, RENDER_CONCURRENCY = 12, 40  # the template's MaxConcurrency of each map
 THREADS = 16  # service/bootstrap.py RECORD_THREADS: a chunk worker's writes in flight
-DDB_WRITE_LIMIT = 40_000  # write units a second: an on-demand table's default maximum throughput
+DDB_WRITE_LIMIT = 40_000  # write units a second: an on-demand table's default maximum throughput (a quota)
+DDB_NEW_TABLE = 4_000  # write units a second a new on-demand table takes at once (its warm throughput)
+DDB_DOUBLING_S = 1_800  # an on-demand table takes up to twice its previous peak; more may throttle for 30 minutes
+DDB_KEY_LIMIT = 1_000  # write units a second one partition key takes
+SPREADS = (1, 16, 32)  # SectionPartitions projected
 CALLS_PER_PAGE = 3  # a GetItem of the page state, then a PutItem of it and one of its entry
 WRITE_LATENCY_S = 0.010  # one DynamoDB round trip, as bench/cost.py states for the others
 
@@ -114,7 +118,11 @@ def run(size: int) -> dict[str, Any]:
         execution = machine.execute("bench")
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     stored = {k: len(o.data) for k, o in sim.s3.objects.items()}
+    entries = {pk: u for (pk, kind), u in meter.units_by_key.items() if kind == "write" and pk.startswith("sec#")}
     return {
+        "partitions": sim.pipeline.settings.section_partitions,
+        "entry_wru": sum(entries.values()),  # the manifest entries' write units, every step
+        "hottest_key_wru": max(entries.values(), default=0.0),  # the busiest partition key's, as measured
         "date": f"{datetime.now(UTC).date():%Y-%m-%d}",
         "pages": size,
         "chunks": execution.maps["LoadChunks"].items,
@@ -171,10 +179,35 @@ def per_page(data: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def projection(data: dict[str, Any], pages: int) -> dict[str, float]:
+def ramp_s(units: float, warm: int = 0) -> float:
+    """Seconds an on-demand table takes to accept ``units`` write units at its limit: a new table's 4,000 a second
+    (or the ``warm`` throughput it was pre-warmed to), twice that after each 30 minutes at it, up to the table's
+    quota of 40,000."""
+    rate, elapsed = float(max(warm, DDB_NEW_TABLE)), 0.0
+    while units > rate * DDB_DOUBLING_S and rate < DDB_WRITE_LIMIT:
+        units -= rate * DDB_DOUBLING_S
+        elapsed += DDB_DOUBLING_S
+        rate = min(2 * rate, DDB_WRITE_LIMIT)
+    return elapsed + units / rate
+
+
+def hottest_key_wru(data: dict[str, Any], pages: int, partitions: int, one_section: bool) -> float:
+    """The write units of the busiest manifest partition key in a bootstrap of ``pages``: every entry of a
+    one-section site (the default section, ``root``) shared by its ``partitions`` keys, or the busiest key
+    measured (``bench/pages.py``'s 8 sections) spread further. Keys are hashes, so a key range holds its share."""
+    measured = int(data["pages"])
+    if one_section:
+        return float(data["entry_wru"]) / measured * pages / partitions
+    return float(data["hottest_key_wru"]) / measured * pages * int(data["partitions"]) / partitions
+
+
+def projection(
+    data: dict[str, Any], pages: int, partitions: int | None = None, one_section: bool = False, warm: int = 0
+) -> dict[str, float]:
     """A bootstrap of ``pages`` on AWS at list prices, and how long its two maps take at the template's
-    concurrency: the chunk map is bound by DynamoDB's write rate or by the workers' round trips, whichever is
-    slower; the render map by the workers' CPU."""
+    concurrency: the chunk map is bound by the table's write rate (a new table's, doubling every 30 minutes, or
+    the rate it was pre-warmed to), its busiest partition key's 1,000 write units a second, or the workers' round
+    trips, whichever is slowest; the render map by the workers' CPU."""
     unit = per_page(data)
     chunks = math.ceil(pages / CHUNK_LINES)
     ranges = data["ranges"] * pages / data["pages"]
@@ -188,7 +221,9 @@ def projection(data: dict[str, Any], pages: int) -> dict[str, float]:
     }
     dollars["total"] = sum(dollars.values())
     chunk_wru = data["usage"].get("bootstrap:chunk", {}).get("wru", 0) / data["pages"] * pages
-    by_rate = chunk_wru / DDB_WRITE_LIMIT
+    by_rate = ramp_s(chunk_wru, warm)
+    spread = partitions or int(data.get("partitions", 1))
+    by_key = hottest_key_wru(data, pages, spread, one_section) / DDB_KEY_LIMIT if "entry_wru" in data else 0.0
     calls_per_page = CALLS_PER_PAGE
     by_trips = pages * calls_per_page * WRITE_LATENCY_S / (LOAD_CONCURRENCY * THREADS)
     by_cpu = pages * unit["chunk_cpu_s"] * cost.cpu_scale(MEMORY_MB) / LOAD_CONCURRENCY
@@ -196,8 +231,11 @@ def projection(data: dict[str, Any], pages: int) -> dict[str, float]:
     render_s = (
         _billed_on_aws("bootstrap:render", render) / data["pages"] * pages / RENDER_CONCURRENCY if render else 0.0
     )
-    return {**dollars, "load_h": max(by_rate, by_trips, by_cpu) / 3600, "render_h": render_s / 3600,
-            "load_rate_bound": float(by_rate >= max(by_trips, by_cpu))}  # fmt: skip
+    bounds = {"table": by_rate, "key": by_key, "trips": by_trips, "cpu": by_cpu}
+    return {**dollars, "load_h": max(bounds.values()) / 3600, "render_h": render_s / 3600,
+            "load_rate_bound": float(by_rate >= max(by_trips, by_cpu)),
+            "bound": float(list(bounds).index(max(bounds, key=lambda k: bounds[k]))),
+            "offered_wru_s": chunk_wru / max(by_trips, by_cpu, 1e-9)}  # fmt: skip
 
 
 def section(data: dict[str, Any]) -> list[str]:
@@ -266,6 +304,49 @@ def section(data: dict[str, Any]) -> list[str]:
         )
         + " DynamoDB's import from S3 would cost about $0.15 a GB instead, but only into a new table, from an "
         "export already reduced to one line per URL, and with no live events during it (see docs/architecture.md).",
+        *limits_section(data),
+    ]
+    return lines
+
+
+BOUNDS = ("the table's write rate", "one partition key", "the workers' round trips", "the workers' CPU")
+
+
+def limits_section(data: dict[str, Any]) -> list[str]:
+    """The load time under DynamoDB's limits (docs/architecture.md, "Partitions and throughput"), by setting."""
+    if "entry_wru" not in data:
+        return []
+    big = projection(data, 10_000_000)
+    lines = [
+        "",
+        "### The load under DynamoDB's limits",
+        "",
+        f"The chunk map asks for about {big['offered_wru_s']:,.0f} write units a second ({LOAD_CONCURRENCY} "
+        f"workers, {THREADS} writes in flight each), every page's entry under its section's partition keys "
+        f"({data['entry_wru'] / data['pages']:.2f} of its {per_page(data)['wru']:.2f} write units). DynamoDB takes "
+        f"{DDB_KEY_LIMIT:,} a second on one partition key and {DDB_NEW_TABLE:,} on a new on-demand table, twice its "
+        "previous peak after each 30 minutes at it, up to the table quota of "
+        f"{DDB_WRITE_LIMIT:,}; `ManifestWarmWriteUnits` pre-warms the table (`WarmThroughput`) so that it takes its "
+        "value at once. A request over a limit is throttled and retried by botocore, then by the state machine "
+        "(the chunk again: nothing is recorded twice), so the load lasts at least as long as the slowest of these "
+        "bounds allows:",
+        "",
+        "| pages | site | SectionPartitions | table | load (h) | bound by |",
+        "|---:|---|---:|---|---:|---|",
+    ]
+    for pages in (1_000_000, 10_000_000, 100_000_000):
+        for one_section, spread, warm in ((True, 1, 0), (False, 1, 0), (True, 16, 0), (True, 32, DDB_WRITE_LIMIT)):
+            p = projection(data, pages, spread, one_section, warm)
+            site = "one section" if one_section else "8 sections"
+            table = f"pre-warmed to {warm:,}" if warm else "new"
+            lines.append(f"| {pages:,} | {site} | {spread} | {table} | {p['load_h']:,.2f} | "
+                         f"{BOUNDS[int(p['bound'])]} |")  # fmt: skip
+    lines += [
+        "",
+        "With the defaults (one partition key a section, a new table) a one-section site's bootstrap is bound by "
+        "its one key: every other write waits on it, and most attempts are throttled. Spread over 32 keys on a "
+        f"table pre-warmed to {DDB_WRITE_LIMIT:,} the load is bound by the workers again. Set both before the "
+        'first bootstrap of a large site (docs/operations.md, "Throughput limits").',
     ]
     return lines
 

@@ -11,6 +11,13 @@ Each call is charged as AWS bills it, from the real items' sizes (the adapter's 
   TransactWriteItems; a conditional write whose condition fails is billed as if it had been applied;
 - S3 requests by class and bytes uploaded; SQS requests in 64 KB chunks, standard or FIFO.
 
+Given a :class:`tests.sim.throughput.Throughput`, each DynamoDB call's units are also taken from its partition
+keys' and the table's limits in the virtual second it is made (the invocation's start plus the stated latency of
+its calls so far): a throttled attempt is counted (``Usage.throttled``) and waits botocore's backoff before it is
+made again, which the invocation is billed; one throttled on its last attempt is counted in ``throttle_failed``.
+Without one, nothing is throttled (the units per partition key are still counted, ``units_by_key``).
+A call's time is the virtual clock's when its invocation began plus the stated latency of its calls before it.
+
 Time spent inside the fakes and in this accounting is not the service's: it is taken out of the measured CPU and
 replaced by a stated latency per call (``bench/cost.py``)."""
 
@@ -19,6 +26,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any
@@ -28,14 +36,15 @@ from botocore.exceptions import ClientError
 from bench.cost import LATENCY_S, PLATFORM_LOG_BYTES
 from bench.usage import LogSink, Usage
 from sitemap_updater.adapters.file_records import file_item
-from sitemap_updater.adapters.manifest import ManifestStore
+from sitemap_updater.adapters.manifest import ManifestStore, entry_pk, page_pk, range_partitions
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.pages import PageFields, PageRecord, PageWrite
 from sitemap_updater.core.records import encode_state
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.wiring.pipeline import render_threads
-from tests.sim.dynamo import FakeDynamoClient, item_size
+from tests.sim.dynamo import FakeDynamoClient, item_size, section_of
 from tests.sim.fakes import FakeS3, FakeStore, SimQueueState
+from tests.sim.throughput import Throughput, spread
 
 KB, READ_UNIT, PAGE = 1024, 4096, 1024 * 1024
 SQS_CHUNK = 64 * 1024
@@ -75,8 +84,16 @@ def _query_units(sizes: list[int], consistent: bool = True) -> tuple[float, int]
 class Meter:
     """Wraps a :class:`tests.sim.world.Simulation`'s AWS; ``usage[function]`` accumulates what each used."""
 
-    def __init__(self, sim: Any) -> None:
+    def __init__(self, sim: Any, throughput: Throughput | None = None) -> None:
         self.sim = sim
+        self.throughput = throughput
+        # Units per partition key and kind ("read"/"write"), except the keys of one item per URL (page#, sent#)
+        self.units_by_key: defaultdict[tuple[str, str], float] = defaultdict(float)
+        self._wait0 = 0.0  # the current invocation's wait when it began
+        # With a Throughput: units served per (second, kind), by (key prefix, function): what fills a busy second
+        self.sources: defaultdict[tuple[int, str], defaultdict[tuple[str, str], float]] = defaultdict(
+            lambda: defaultdict(float)
+        )
         self.store: FakeStore = sim.store
         self.usage: dict[str, Usage] = {}
         self.function = "setup"
@@ -104,6 +121,7 @@ class Meter:
         self.function = function
         usage = self.now
         wait, self._excluded, logged = usage.wait_s, 0.0, self.logs.bytes
+        self._wait0 = wait
         self._scale = cpu_scale
         started = time.process_time()
         result = call()
@@ -139,9 +157,12 @@ class Meter:
         taken, self.puts = [(name, size, at) for name, size in self.puts], []
         return taken
 
-    def charged(self, name: str, call: Callable[[], Any], prepare: Callable[[], Charge]) -> Any:
+    def charged(
+        self, name: str, call: Callable[[], Any], prepare: Callable[[], Charge], keys: Sequence[str] = ()
+    ) -> Any:
         """One AWS call: note what it will be charged on (the state before it), run it, charge it; its CPU and
-        ours are kept out of the service's."""
+        ours are kept out of the service's. ``keys``: the DynamoDB partition keys it reads or writes, its units
+        shared evenly among them."""
         if self._depth:
             return call()
         started = time.process_time()
@@ -151,12 +172,36 @@ class Meter:
             result = call()
             usage = self.now
             usage.calls[name] += 1
+            at = self.sim.clock.now + usage.wait_s - self._wait0
             usage.wait_s += LATENCY_S[name]
+            wru, rru = usage.wru, usage.rru
             charge(usage, result)
+            if keys:
+                self._throttle(usage, keys, usage.wru - wru, usage.rru - rru, at)
             return result
         finally:
             self._depth -= 1
             self._excluded += time.process_time() - started
+
+    def _throttle(self, usage: Usage, keys: Sequence[str], wru: float, rru: float, at: float) -> None:
+        """Take a call's units from its keys' limits (each key's share), waiting out throttled attempts."""
+        waited = 0.0
+        for kind, units in (("write", wru / len(keys)), ("read", rru / len(keys))):
+            if not units:
+                continue
+            for pk in keys:
+                if not spread(pk):
+                    self.units_by_key[(pk, kind)] += units
+                if self.throughput is None:
+                    continue
+                before = sum(self.throughput.throttled.values())
+                wait, served = self.throughput.request(pk, kind, units, at + waited)
+                usage.throttled += sum(self.throughput.throttled.values()) - before
+                usage.throttle_failed += not served
+                waited += wait
+                if served:
+                    self.sources[(math.floor(at + waited), kind)][(pk.partition("#")[0], self.function)] += units
+        usage.wait_s += waited
 
     # --- DynamoDB ------------------------------------------------------------------------------------
     def _check_coverage(self) -> None:
@@ -328,10 +373,39 @@ class Meter:
                 continue  # not faked (or not there): it reaches the fake client, which is charged
             original = getattr(self.store, name)
 
-            def wrapped(*args: Any, _o: Any = original, _op: str = operation, _r: Any = rule, **kw: Any) -> Any:
-                return self.charged(_op, lambda: _o(*args, **kw), lambda: _r(*args, **kw))
+            def wrapped(
+                *args: Any, _o: Any = original, _op: str = operation, _r: Any = rule, _n: str = name, **kw: Any
+            ) -> Any:
+                return self.charged(_op, lambda: _o(*args, **kw), lambda: _r(*args, **kw), self._keys(_n, args))
 
             setattr(self.store, name, wrapped)
+
+    def _keys(self, name: str, args: tuple[Any, ...]) -> list[str]:
+        """The partition keys a FakeStore method's call reads or writes (``manifest.py``'s table of items)."""
+        partitions = self.store.aws.partitions
+        if name == "entries":
+            return [pk for pk, _start, _end in range_partitions(args[0], args[1], partitions)]
+        if name == "entries_for":
+            return [entry_pk(args[0], key, partitions) for key, _url in args[1]] or [f"sec#{args[0]}"]
+        if name == "import_pages":
+            pks = [entry_pk(w.section, w.key, partitions) for w in args[0]] + [page_pk(w.url) for w in args[0]]
+            return pks or ["page#"]
+        if name == "get_page":
+            return [page_pk(args[0])]
+        if name in ("next_rebuild", "rebuild_began_us"):
+            return [f"rebuilds#{args[0]}"]
+        if name in ("held", "hold", "release"):
+            return [f"held#{args[0] if name == 'held' else args[1]}"]
+        fixed = {"outbox": ("open_outbox", "outbox_open", "close_outbox", "outboxes"),
+                 "files": ("files", "put_file", "move_file_state", "mark_unsettled", "clear_pending_index",
+                           "delete_file"),
+                 "seq#index": ("next_index_generation",), "index": ("index_sha", "put_index_sha"),
+                 "import": ("import_running", "set_import_running", "import_hold", "begin_import", "end_import"),
+                 "parked": ("oldest_parked_us", "park", "parked", "unpark")}  # fmt: skip
+        for pk, names in fixed.items():
+            if name in names:
+                return [pk]
+        return []  # a Scan: every partition of the table, none of them hot
 
     def _existing(self, key: dict[str, Any]) -> int:
         """The size of the item under ``key`` now (0 when there is none)."""
@@ -340,6 +414,7 @@ class Meter:
             return self._page_size(self.store.pages.get(key["url"]["S"] if "url" in key else name))
         if prefix == "sec":
             sk = key["sk"]["S"]
+            name = section_of(key["pk"]["S"], sk, self.store.aws.partitions)
             record = self.store.manifest.get(name, {}).get(sk)
             if record is None:
                 return 0
@@ -375,7 +450,7 @@ class Meter:
                 before = self._existing(item)
                 return lambda u, _r: self._write(u, before, item_size(item))
 
-            result = self.charged("PutItem", attempt, prepare)
+            result = self.charged("PutItem", attempt, prepare, [item["pk"]["S"]])
             if refused:
                 raise refused[0]
             return result
@@ -385,7 +460,7 @@ class Meter:
                 size = self._existing(kwargs["Key"])
                 return lambda u, _r: self._read(u, [size or None], bool(kwargs.get("ConsistentRead", False)))
 
-            return self.charged("GetItem", lambda: get(**kwargs), prepare)
+            return self.charged("GetItem", lambda: get(**kwargs), prepare, [kwargs["Key"]["pk"]["S"]])
 
         def do_batch_write(RequestItems: dict[str, Any]) -> Any:  # noqa: N803
             (requests,) = RequestItems.values()
@@ -394,7 +469,8 @@ class Meter:
                 for request in requests:
                     self._write(u, 0, item_size(request["PutRequest"]["Item"]))
 
-            return self.charged("BatchWriteItem", lambda: batch_write(RequestItems=RequestItems), lambda: charge)
+            keys = [request["PutRequest"]["Item"]["pk"]["S"] for request in requests]
+            return self.charged("BatchWriteItem", lambda: batch_write(RequestItems=RequestItems), lambda: charge, keys)
 
         def do_batch_get(RequestItems: dict[str, Any]) -> Any:  # noqa: N803
             (request,) = RequestItems.values()
@@ -405,7 +481,8 @@ class Meter:
                 missing: list[int | None] = [None] * (len(request["Keys"]) - len(found))
                 self._read(u, sizes + missing, bool(request.get("ConsistentRead", False)))
 
-            return self.charged("BatchGetItem", lambda: batch_get(RequestItems=RequestItems), lambda: charge)
+            keys = [key["pk"]["S"] for key in request["Keys"]]
+            return self.charged("BatchGetItem", lambda: batch_get(RequestItems=RequestItems), lambda: charge, keys)
 
         client.put_item = do_put  # type: ignore[method-assign,assignment]
         client.get_item = do_get  # type: ignore[method-assign,assignment]

@@ -26,9 +26,12 @@ class Usage:
     sqs: Counter[str] = field(default_factory=Counter)  # "standard" / "fifo" send requests (64 KB chunks)
     http: int = 0  # requests to search engines
     log_bytes: int = 0  # what CloudWatch Logs ingests: the function's log lines, EMF metrics, Lambda's own lines
+    throttled: int = 0  # DynamoDB attempts throttled (each retried by botocore after a backoff, in ``wait_s``)
+    throttle_failed: int = 0  # requests still throttled on botocore's last attempt (the invocation would fail)
 
     def add(self, other: Usage) -> None:
-        for name in ("invocations", "billed_ms", "cpu_s", "wait_s", "rru", "wru", "gsi_wru", "items_read"):
+        for name in ("invocations", "billed_ms", "cpu_s", "wait_s", "rru", "wru", "gsi_wru", "items_read", "throttled",
+                     "throttle_failed"):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.bytes_up += other.bytes_up
         self.http += other.http

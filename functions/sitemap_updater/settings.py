@@ -22,6 +22,7 @@ _ENV = {
     "feed_entries": "FEED_ENTRIES",
     "feed_max_age_seconds": "FEED_MAX_AGE_SECONDS",
     "manifest_table": "MANIFEST_TABLE",
+    "section_partitions": "SECTION_PARTITIONS",
     "bucket_name": "BUCKET_NAME",
     "rebuild_queue_url": "REBUILD_QUEUE_URL",
     "index_queue_url": "INDEX_QUEUE_URL",
@@ -94,6 +95,10 @@ class Settings(BaseModel):
     # First path segments whose pages get files of their own ("blog,news"; "*": every one); the rest are in root.
     sections: str = ""
     manifest_table: Name
+    # Partition keys each section's manifest entries are spread over, by key range (SectionPartitions, a power of
+    # two): one key takes at most 1,000 write units a second (docs/architecture.md, "Partitions"). Chosen before the
+    # first load: entries are found only under the keys this count gives.
+    section_partitions: Annotated[int, Field(ge=1, le=256)] = 1
     bucket_name: Name
     rebuild_queue_url: Name
     index_queue_url: Name
@@ -161,6 +166,13 @@ class Settings(BaseModel):
                 Site.parse(value)
             except UrlError as exc:
                 raise ValueError(str(exc)) from exc
+        return value
+
+    @field_validator("section_partitions")
+    @classmethod
+    def _power_of_two(cls, value: int) -> int:
+        if value & (value - 1):
+            raise ValueError("must be a power of two (1, 2, 4, ... 256)")
         return value
 
     @field_validator("sections")

@@ -2,13 +2,18 @@
 ingest's conditional ``PutItem`` calls (a failed condition is ``ConditionalCheckFailedException``, as AWS answers,
 and is billed like a write by ``bench/meter.py``) and ``GetItem`` of an entry's rank, and the batch calls (partial
 results). Every write passes DynamoDB's size limits: partition key 2,048 bytes, sort key 1,024 bytes, item 400 KB.
-A page whose URL is in ``FakeStore.refused_urls`` is refused on every write (a fault that persists)."""
+A page whose URL is in ``FakeStore.refused_urls`` is refused on every write (a fault that persists). With a
+``FakeStore.throughput`` (``tests/sim/throughput.py``), ingest's writes and reads of single items take their units
+from their partition key's and the table's limits at the virtual time of the call: a throttled attempt waits
+botocore's backoff (virtual time passes), and one throttled on the fourth attempt raises
+``ProvisionedThroughputExceededException`` as the client would."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
-from sitemap_updater.adapters.manifest import page_pk, page_record, url_id
+from sitemap_updater.adapters.manifest import entry_pk, page_pk, page_record, url_id
 from sitemap_updater.core.pages import SentRecord
 from tests.sim.faults import aws_error
 
@@ -50,6 +55,16 @@ def check_key(key: dict[str, Any], operation: str) -> None:
         raise aws_error("ValidationException", operation, 400, message)
 
 
+def section_of(pk: str, sk: str, partitions: int) -> str:
+    """The section of a manifest item's partition key, which must be the one its readers query for its key
+    (``entry_pk``): an entry under any other key would be missing from its file, whatever the fakes' dictionaries
+    (keyed by section) hold."""
+    assert pk.startswith("sec#"), pk
+    section = pk[4:] if partitions == 1 else pk[4:-3]
+    assert pk == entry_pk(section, int(sk[:16], 16), partitions), f"{sk} written under {pk}, which no reader queries"
+    return section
+
+
 def check_item(item: dict[str, Any], operation: str) -> None:
     check_key(item, operation)
     if item_size(item) > MAX_ITEM:
@@ -62,7 +77,19 @@ class FakeDynamoClient:
     def __init__(self, store: FakeStore) -> None:
         self._store = store
 
+    def _throttle(self, pk: str, kind: str, units: float, operation: str) -> None:
+        """Take ``units`` from the limits of ``pk`` and the table, as botocore's attempts would (see the module)."""
+        throughput = self._store.throughput
+        if throughput is None:
+            return
+        waited, served = throughput.request(pk, kind, units, self._store.clock.now)
+        self._store.sleep(waited)
+        if not served:
+            message = "The level of configured provisioned throughput for the table was exceeded."
+            raise aws_error("ProvisionedThroughputExceededException", operation, 400, message)
+
     def put_item(self, TableName: str, Item: dict[str, Any], **condition: Any) -> dict[str, Any]:  # noqa: N803
+        self._throttle(Item["pk"]["S"], "write", max(1, math.ceil(item_size(Item) / 1024)), "PutItem")
         return dict(self._store._call("put_item", lambda: self._put(Item, condition)))
 
     def _put(self, item: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +97,7 @@ class FakeDynamoClient:
         (an entry or a removal marker, only where there is no item or one of a lower rank)."""
         store = self._store
         check_item(item, "PutItem")
-        prefix, _, section = item["pk"]["S"].partition("#")
+        prefix = item["pk"]["S"].partition("#")[0]
         expression, values = condition.get("ConditionExpression"), condition.get("ExpressionAttributeValues", {})
         if prefix == "page":
             url = item["url"]["S"]
@@ -83,6 +110,7 @@ class FakeDynamoClient:
                 holds = current is not None and current.rank == values[":expected"]["S"]
         else:
             assert prefix == "sec", f"the fake does not know PutItem on {item['pk']['S']}"
+            section = section_of(item["pk"]["S"], item["sk"]["S"], store.aws.partitions)
             assert expression == "attribute_not_exists(pk) OR #rank < :rank", expression
             url = next((u for u in store.refused_urls if item["sk"]["S"].endswith(f"#{url_id(u)}")), "")
             ranked = store.entry_ranks.get((section, item["sk"]["S"]))  # None: no item
@@ -102,11 +130,12 @@ class FakeDynamoClient:
 
     def get_item(self, TableName: str, Key: dict[str, Any], **options: Any) -> dict[str, Any]:  # noqa: N803
         """A section's item of a page, as ``entry_rank`` asks for it (its key and rank)."""
+        self._throttle(Key["pk"]["S"], "read", 1, "GetItem")
 
         def get() -> dict[str, Any]:
             check_key(Key, "GetItem")
-            prefix, _, section = Key["pk"]["S"].partition("#")
-            assert prefix == "sec" and options.get("ConsistentRead"), "the fake reads only a section's item of a page"
+            assert options.get("ConsistentRead"), "the fake reads only a section's item of a page, strongly"
+            section = section_of(Key["pk"]["S"], Key["sk"]["S"], self._store.aws.partitions)
             if Key["sk"]["S"] not in self._store.manifest.get(section, {}):
                 return {}
             return {"Item": {"v": {"N": "1"}, "rank": {"S": self._store.entry_ranks[(section, Key["sk"]["S"])]}}}

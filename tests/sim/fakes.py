@@ -21,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sitemap_updater.adapters.manifest import ManifestStore, entry_sort_key, page_pk
+from sitemap_updater.adapters.manifest import ManifestStore, entry_pk, entry_sort_key, page_pk
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
@@ -32,6 +32,7 @@ from sitemap_updater.ports import HttpResponse, ImportHold
 from tests.conftest import AS_OF_US
 from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
 from tests.sim.scheduler import Clock, Scheduler
+from tests.sim.throughput import Throughput
 
 
 def _client_error(code: str, operation: str) -> ClientError:
@@ -46,7 +47,7 @@ class FakeStore:
 
     CLIENT_LEVEL = ("put_state", "put_entry", "leave_section", "entry_rank", "sent_records", "mark_sent")
 
-    def __init__(self, sched: Scheduler, clock: Clock) -> None:
+    def __init__(self, sched: Scheduler, clock: Clock, partitions: int = 1) -> None:
         self._sched = sched
         self.pages: dict[str, PageRecord] = {}
         self.manifest: dict[str, dict[str, bytes]] = {}  # a removal marker's record is b""
@@ -57,13 +58,18 @@ class FakeStore:
         self.outbox: dict[str, list[str]] = {}  # open outboxes: name -> the URLs of their batch
         self.sent: dict[tuple[str, str], tuple[int, SentRecord]] = {}  # by (pk, channel)
         self.refused_urls: set[str] = set()  # pages whose every write DynamoDB refuses (tests/sim/dynamo.py)
+        self.throughput: Throughput | None = None  # DynamoDB's limits, when a test sets them (tests/sim/dynamo.py)
+        self.clock = clock
         self.waited_s = 0.0
 
         def sleep(seconds: float) -> None:  # a backoff passes virtual time
             clock.now += seconds
             self.waited_s += seconds
 
-        self.aws = ManifestStore(FakeDynamoClient(self), "sim-manifest", sleep=sleep)  # type: ignore[arg-type]
+        self.sleep = sleep
+
+        client: Any = FakeDynamoClient(self)
+        self.aws = ManifestStore(client, "sim-manifest", sleep=sleep, partitions=partitions)
 
     def put_state(self, write: PageWrite, expected_rank: str | None, outbox: str, entry_rank: str = "") -> bool:
         return self.aws.put_state(write, expected_rank, outbox, entry_rank)
@@ -141,7 +147,8 @@ class FakeStore:
         def load() -> None:
             for write in writes:
                 check_item(self.aws._page_item(write, ""), "BatchWriteItem")
-                entry = {"pk": {"S": f"sec#{write.section}"}, "sk": {"S": entry_sort_key(write.key, write.url)}}
+                pk = entry_pk(write.section, write.key, self.aws.partitions)
+                entry = {"pk": {"S": pk}, "sk": {"S": entry_sort_key(write.key, write.url)}}
                 check_item({**entry, "v": {"N": "1"}, "rank": {"S": write.rank}, "record": {"B": write.record}},
                            "BatchWriteItem")  # fmt: skip
             for write in writes:

@@ -67,6 +67,7 @@ class Config:
     max_urls: int | None = None  # per file; by default the seed picks 3, 4, 6 or 10
     max_files_per_index: int | None = None  # by default 2 in a quarter of the seeds (several index files), else 50,000
     failing_rate: float = 0.3  # how often the sequence has an event that fails on every receive
+    section_partitions: int | None = None  # SectionPartitions; by default 4 in a quarter of the seeds, else 1
 
 
 @dataclass
@@ -227,11 +228,15 @@ class Simulation:
         # A third: any two changed pages make a section's rebuild wait for the rest of a burst (the template's
         # RebuildSettleSeconds, given back to the queue once), which a sequence's few events otherwise rarely do.
         params.update(RebuildSettlePages="2" if self.config.seed % 3 == 1 else params["RebuildSettlePages"])
+        # A quarter: each section's entries spread over 4 partition keys (every write is checked to land under the
+        # key its readers query, tests/sim/dynamo.py).
+        spread = "4" if self.config.seed % 4 == 1 else params["SectionPartitions"]
+        params.update(SectionPartitions=str(self.config.section_partitions or spread))
         variables = template["Globals"]["Function"]["Environment"]["Variables"]
         env = {key: _resolve(value, params, physical, conditions) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
         settings = Settings.from_env(env)
-        self.store = FakeStore(self.sched, self.clock)
+        self.store = FakeStore(self.sched, self.clock, settings.section_partitions)
         self.store.refused_urls.add(REFUSED_URL)
         self.s3 = FakeS3(self.sched, watch=self._watch)
         self.http = FakeIndexNow(self.sched, random.Random(self.config.seed * 31 + 3), self.config.busy_rate)

@@ -7,7 +7,7 @@ One table, keys ``pk`` (partition) and ``sk`` (sort); every item but the counter
 | item | pk | sk | what |
 |---|---|---|---|
 | page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, outbox |
-| manifest entry | ``sec#<section>`` | ``<key as 16 hex>#<url id>`` | rank, encoded entry or tombstone (none: left) |
+| manifest entry | ``sec#<section>[#<nn>]`` | ``<key, 16 hex>#<url id>`` | rank, entry or tombstone (none: left) |
 | rebuild number | ``rebuilds#<section>`` | ``seq`` | a counter each rebuild of the section takes, and when it began |
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state, snapshot |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
@@ -17,6 +17,12 @@ One table, keys ``pk`` (partition) and ``sk`` (sort); every item but the counter
 
 A sitemap file's manifest is one paginated Query: ``pk = sec#<section> AND sk BETWEEN <start> AND <end>``.
 Every key naming a URL takes it through ``url_id``, which keeps keys within DynamoDB's limits.
+
+One partition key takes at most 1,000 write and 3,000 read units a second (docs/architecture.md, "Partitions"), so
+a section's entries may be spread over ``partitions`` keys (``SectionPartitions``, a power of two up to 256) by key
+range: partition ``nn`` (two hex digits) holds the keys whose top bits are ``nn``, ``sec#<section>#<nn>``. With
+one partition (the default) the key is ``sec#<section>`` as in every earlier version. A file's range at depth d
+lies in one partition once 2^d >= partitions, else it spans partitions / 2^d of them, read in key order.
 """
 
 from __future__ import annotations
@@ -81,6 +87,41 @@ def sent_pk(url: str) -> str:
     return f"sent#{url_id(url)}"
 
 
+MAX_PARTITIONS = 256
+
+
+def check_partitions(partitions: int) -> int:
+    """A section's partition count: a power of two from 1 to MAX_PARTITIONS."""
+    if not 1 <= partitions <= MAX_PARTITIONS or partitions & (partitions - 1):
+        raise ValueError(f"section partitions must be a power of two from 1 to {MAX_PARTITIONS}, not {partitions}")
+    return partitions
+
+
+def _shift(partitions: int) -> int:
+    return 64 - (partitions.bit_length() - 1)
+
+
+def entry_pk(section: str, key: int, partitions: int = 1) -> str:
+    """The partition key of a page's manifest entry in its section: ``sec#<section>`` with one partition, else
+    ``sec#<section>#<nn>``, ``nn`` the top bits of its key."""
+    if partitions == 1:
+        return f"sec#{section}"
+    return f"sec#{section}#{key >> _shift(partitions):02x}"
+
+
+def range_partitions(section: str, key_range: KeyRange, partitions: int = 1) -> list[tuple[str, int, int]]:
+    """The partition keys a key range of a section lies in, in key order, each with the part of the range
+    (``start``, ``end``, half-open) it holds."""
+    if partitions == 1:
+        return [(f"sec#{section}", key_range.start, key_range.end)]
+    shift = _shift(partitions)
+    first, last = key_range.start >> shift, (key_range.end - 1) >> shift
+    return [
+        (f"sec#{section}#{n:02x}", max(key_range.start, n << shift), min(key_range.end, (n + 1) << shift))
+        for n in range(first, last + 1)
+    ]
+
+
 def entry_sort_key(key: int, url: str) -> str:
     """The sort key of a page's manifest entry in its section: its key, so a file's range is one Query."""
     return f"{key:016x}#{url_id(url)}"
@@ -89,9 +130,16 @@ def entry_sort_key(key: int, url: str) -> str:
 class ManifestStore(FileRecords):
     """All DynamoDB access of the pipeline."""
 
-    def __init__(self, client: DynamoDBClient, table: str, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table: str,
+        sleep: Callable[[float], None] = time.sleep,
+        partitions: int = 1,
+    ) -> None:
         self._client = client
         self.table = table
+        self.partitions = check_partitions(partitions)  # partition keys per section (SectionPartitions)
         # Throttled requests are retried inside the client (botocore's retry mode); these are the retries
         # DynamoDB leaves to the caller: unprocessed batch items.
         self._unprocessed = Backoff(sleep=sleep)
@@ -153,7 +201,7 @@ class ManifestStore(FileRecords):
         return self._put_section_item(section, write, {})
 
     def _put_section_item(self, section: str, write: PageWrite, record: dict[str, Any]) -> bool:
-        key = {"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(write.key, write.url))}
+        key = {"pk": _s(entry_pk(section, write.key, self.partitions)), "sk": _s(entry_sort_key(write.key, write.url))}
         return _conditional(
             lambda: self._client.put_item(
                 TableName=self.table,
@@ -168,7 +216,7 @@ class ManifestStore(FileRecords):
         """The rank of the page's item in ``section`` (strongly consistent): None when there is none."""
         item = self._client.get_item(
             TableName=self.table,
-            Key={"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))},
+            Key={"pk": _s(entry_pk(section, key, self.partitions)), "sk": _s(entry_sort_key(key, url))},
             ConsistentRead=True,
             ProjectionExpression="v, #rank",
             ExpressionAttributeNames={"#rank": "rank"},
@@ -244,7 +292,7 @@ class ManifestStore(FileRecords):
             items.append(self._page_item(write, ""))
             items.append(
                 {
-                    "pk": _s(f"sec#{write.section}"),
+                    "pk": _s(entry_pk(write.section, write.key, self.partitions)),
                     "sk": _s(entry_sort_key(write.key, write.url)),
                     **_V,
                     "rank": _s(write.rank),
@@ -255,25 +303,29 @@ class ManifestStore(FileRecords):
 
     # --- manifests ----------------------------------------------------------------------------------
     def entries(self, section: str, key_range: KeyRange) -> list[PageState]:
-        """The manifest of one key range of a section (live entries and tombstones), sorted by key and URL."""
-        low = f"{key_range.start:016x}#"
-        high = f"{key_range.end - 1:016x}#\x7f"
+        """The manifest of one key range of a section (live entries and tombstones), sorted by key and URL: one
+        paginated Query of each partition the range lies in, in key order."""
         states: list[PageState] = []
         paginator = self._client.get_paginator("query")
-        for page in paginator.paginate(
-            TableName=self.table,
-            KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
-            ExpressionAttributeValues={":pk": _s(f"sec#{section}"), ":low": _s(low), ":high": _s(high)},
-            ConsistentRead=True,
-        ):
-            for item in page.get("Items", []):
-                if "record" in checked(item, ITEMS, f"the {section} entry {item['sk']['S']}"):  # not a marker
-                    states.extend(decode_states(item["record"]["B"]))
+        for pk, start, end in range_partitions(section, key_range, self.partitions):
+            low, high = f"{start:016x}#", f"{end - 1:016x}#\x7f"
+            for page in paginator.paginate(
+                TableName=self.table,
+                KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+                ExpressionAttributeValues={":pk": _s(pk), ":low": _s(low), ":high": _s(high)},
+                ConsistentRead=True,
+            ):
+                for item in page.get("Items", []):
+                    if "record" in checked(item, ITEMS, f"the {section} entry {item['sk']['S']}"):  # not a marker
+                        states.extend(decode_states(item["record"]["B"]))
         return states
 
     def entries_for(self, section: str, pages: list[tuple[int, str]]) -> list[PageState]:
         """The manifest entries of the given (key, URL) pages of a section, those that exist (BatchGetItem)."""
-        keys = [{"pk": _s(f"sec#{section}"), "sk": _s(entry_sort_key(key, url))} for key, url in pages]
+        keys = [
+            {"pk": _s(entry_pk(section, key, self.partitions)), "sk": _s(entry_sort_key(key, url))}
+            for key, url in pages
+        ]
         items = (checked(item, ITEMS, f"the {section} entry {item['sk']['S']}") for item in self._batch_get(keys))
         found = [item["record"]["B"] for item in items if "record" in item]
         return [state for record in found for state in decode_states(record)]

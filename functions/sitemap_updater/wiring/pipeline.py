@@ -103,7 +103,9 @@ def connect_pipeline(
     sqs = make_client("sqs", **extra)
     return Pipeline(
         settings=settings,
-        store=ManifestStore(make_client("dynamodb", **extra), settings.manifest_table),
+        store=ManifestStore(
+            make_client("dynamodb", **extra), settings.manifest_table, partitions=settings.section_partitions
+        ),
         bucket=SitemapBucket(make_client("s3", **extra), settings.bucket_name, settings.cdn_max_age_seconds),
         rebuild_queue=MessageQueue(sqs, settings.rebuild_queue_url),
         index_queue=MessageQueue(sqs, settings.index_queue_url),
