@@ -172,22 +172,22 @@ def _received(stack: Stack) -> tuple[list[Message], list[dict[str, Any]]]:
 
 
 def test_a_burst_s_first_rebuild_waits_for_the_rest_of_it_once() -> None:
-    # Given a section's first rebuild request naming 12 changed pages, with a 5 s settle window
+    # Given a section's first rebuild request naming 12 changed pages, freshness 60 s (hold 45 s: no CDN cache)
     stack = Stack(max_urls=50)
-    pipeline = replace_settings(stack, rebuild_settle_seconds=5, rebuild_settle_pages=10)
+    pipeline = replace_settings(stack, freshness_seconds=60, rebuild_settle_pages=10)
     _burst(pipeline, 12)
     messages, records = _received(stack)
     # When it is received the first time
     outcome = rebuild_batch(records, pipeline)
-    # Then it is given back to the queue for the rest of the window, and nothing is rendered yet
-    assert outcome.deferred == {"blog": 5} and outcome.failures == [messages[0].id] and not outcome.sections
+    # Then it is given back to the queue for the burst's settle time (9 s), and nothing is rendered yet
+    assert outcome.deferred == {"blog": 9} and outcome.failures == [messages[0].id] and not outcome.sections
     for message in messages:
         stack.queues["rebuild"].settle(message, False, stack.clock.now)
-    assert messages[0].available_at == stack.clock.now + 5
+    assert messages[0].available_at == stack.clock.now + 9
     assert not [name for name in stack.s3.objects if name.startswith("sitemap-")]
     # And with the next ingest batch of the burst it is rebuilt once, on its second receive, without waiting again
     _burst(pipeline, 30)
-    stack.clock.now += 5
+    stack.clock.now += 9
     messages, records = _received(stack)
     assert len(messages) == 2 and messages[0].receive_count == 2
     outcome = rebuild_batch(records, pipeline)
@@ -206,34 +206,62 @@ def _rebuild_received(stack: Stack, pipeline: Pipeline) -> dict[str, int]:
     return outcome.deferred
 
 
-def test_a_busy_section_waits_its_pace_and_a_quiet_one_only_the_settle_window() -> None:
-    # Given a 5 s settle window and a 12 s pace, and a burst of changes in a section never rebuilt
+def _moving(stack: Stack, **settings: Any) -> Pipeline:
+    pipeline = replace_settings(stack, rebuild_settle_pages=10, **settings)
+    return replace(pipeline, clock=lambda: NOW + timedelta(seconds=stack.clock.now))
+
+
+def test_a_busy_section_is_rebuilt_once_per_hold_and_a_quiet_one_waits_only_for_a_burst() -> None:
+    # Given freshness 40 s (with no CDN cache: a hold of 40 - 5 - 10 = 25 s), and a burst in a section never rebuilt
     stack = Stack(max_urls=50)
-    pipeline = replace_settings(stack, rebuild_settle_seconds=5, rebuild_settle_pages=10, rebuild_pace_seconds=12)
-    at = replace(pipeline, clock=lambda: NOW + timedelta(seconds=stack.clock.now))
+    at = _moving(stack, freshness_seconds=40)
     _burst(at, 12)
-    # Then the quiet section's first request waits the settle window only, and is rebuilt after it
-    assert _rebuild_received(stack, pipeline) == {"blog": 5}
-    stack.clock.now += 5
-    assert _rebuild_received(stack, pipeline) == {}
-    assert "sitemap-blog-00000000.xml.gz" in stack.s3.objects
-    # When more changes come 10 s later (the section is busy: its latest rebuild began under twice its pace ago)
+    # Then the quiet section's first request waits the burst's 9 s only, and is rebuilt after them
+    assert _rebuild_received(stack, at) == {"blog": 9}
+    stack.clock.now += 9
+    assert _rebuild_received(stack, at) == {}
+    began = stack.clock.now
+    # When a lone change comes 10 s later (the section is busy: its latest rebuild began under its hold ago)
     stack.clock.now += 10
-    _burst(at, 15, name="q")
-    # Then they wait until their oldest change is 12 s old, and are rebuilt once it is
-    assert _rebuild_received(stack, pipeline) == {"blog": 12}
-    stack.clock.now += 12
-    assert _rebuild_received(stack, pipeline) == {}
-    # And a burst 25 s after the section's latest rebuild began is a quiet section's again: 5 s
+    _burst(at, 1, name="q")
+    # Then it waits until that rebuild's start plus the hold (15 s more), and is rebuilt then
+    assert _rebuild_received(stack, at) == {"blog": 15}
+    stack.clock.now += 15
+    assert stack.clock.now == began + 25
+    assert _rebuild_received(stack, at) == {}
+    # And a lone change a hold after the section's latest rebuild began is a quiet section's: rebuilt at once
     stack.clock.now += 25
-    _burst(at, 20, name="r")
-    assert _rebuild_received(stack, pipeline) == {"blog": 5}
+    _burst(at, 1, name="r")
+    assert _rebuild_received(stack, at) == {}
 
 
-@pytest.mark.parametrize(("pages", "window"), [(9, 5), (12, 0)])
-def test_a_lone_change_or_no_window_is_rebuilt_at_once(pages: int, window: int) -> None:
+def test_a_section_s_override_sets_its_hold_and_a_news_page_is_held_at_most_the_news_hold() -> None:
+    # Given the blog slow (900 s: a hold of 885 s) and a lone change after its latest rebuild
     stack = Stack(max_urls=50)
-    pipeline = replace_settings(stack, rebuild_settle_seconds=window, rebuild_settle_pages=10)
+    at = _moving(stack, freshness_seconds=60, section_freshness="docs=30,blog=900")
+    _burst(at, 1)
+    assert _rebuild_received(stack, at) == {}
+    stack.clock.now += 10
+    _burst(at, 1, name="q")
+    # Then it waits until 885 s after that rebuild began, not 60 s's 45
+    assert _rebuild_received(stack, at) == {"blog": 875}
+    stack.clock.now += 875
+    assert _rebuild_received(stack, at) == {}
+    # When a page with a news item changes 10 s after that rebuild, whatever the section's setting
+    stack.clock.now += 10
+    marks = MarkBatch(at)
+    news = {"publication_name": "Example Times", "publication_language": "en", "title": "T",
+            "publication_date": "2026-11-20T09:00:00Z"}  # fmt: skip
+    ingest_message(json.dumps(page("n", version=1, news=news)), "m-n", at, marks=marks)
+    marks.flush()
+    # Then it waits only until the rebuild's start plus the news hold (60 - 5 - 10 = 45 s)
+    assert _rebuild_received(stack, at) == {"blog": 35}
+
+
+@pytest.mark.parametrize(("pages", "freshness"), [(9, 60), (12, 0)])
+def test_a_lone_change_in_a_quiet_section_or_no_freshness_is_rebuilt_at_once(pages: int, freshness: int) -> None:
+    stack = Stack(max_urls=50)
+    pipeline = replace_settings(stack, freshness_seconds=freshness, rebuild_settle_pages=10)
     _burst(pipeline, pages)
     _, records = _received(stack)
     outcome = rebuild_batch(records, pipeline)
@@ -242,7 +270,7 @@ def test_a_lone_change_or_no_window_is_rebuilt_at_once(pages: int, window: int) 
 
 def test_a_section_whose_wait_sqs_refuses_is_rebuilt_at_once() -> None:
     stack = Stack(max_urls=50)
-    pipeline = replace_settings(stack, rebuild_settle_seconds=5, rebuild_settle_pages=10)
+    pipeline = replace_settings(stack, freshness_seconds=60, rebuild_settle_pages=10)
     _burst(pipeline, 12)
     _, records = _received(stack)
     records[0]["receiptHandle"] = "expired"  # SQS answers ReceiptHandleIsInvalid

@@ -62,6 +62,7 @@ class DirtyMark:
     cleanup: bool = False
     at_us: int | None = None  # when ingest recorded the change (sent the mark)
     batch_changes: int = 0  # how many changes the ingest batch that sent it recorded, every section's (a burst)
+    news: bool = False  # its message names a page with a news item (held at most the news freshness)
 
 
 class PageMark(NamedTuple):
@@ -71,6 +72,7 @@ class PageMark(NamedTuple):
     key: int
     rank: str
     change: str | None
+    news: bool = False  # the page has a news item: its rebuild is held at most the news freshness
 
 
 def mark_messages(section: str, at_us: int, marks: list[PageMark], batch_changes: int = 0) -> Iterator[Message]:
@@ -92,6 +94,8 @@ def mark_messages(section: str, at_us: int, marks: list[PageMark], batch_changes
             "changes": batch_changes,
             "marks": [{"url": m.url, "key": f"{m.key:016x}", "change": m.change} for m in chunk],
         }
+        if any(m.news for m in chunk):
+            body["news"] = True  # optional: a message without it (any written before) holds no news page
         ranks = "|".join(f"{m.url}|{m.rank}" for m in chunk)
         yield Message(body, section_slug(section), _sha256(f"{section}|{ranks}"))
         start = end
@@ -120,9 +124,9 @@ def read_rebuild_request(body: Mapping[str, Any]) -> list[DirtyMark]:
     file's key (news expiry, repair) or a cleanup request. UnknownFormat for a message of another version."""
     section = str(check_message(body, "a rebuild request")["section"])
     if "marks" in body:
-        at_us, batch = int(body["at"]), int(body["changes"])
+        at_us, batch, news = int(body["at"]), int(body["changes"]), body.get("news") is True
         return [
-            DirtyMark(section, m["url"], int(m["key"], 16), m["change"], at_us=at_us, batch_changes=batch)
+            DirtyMark(section, m["url"], int(m["key"], 16), m["change"], at_us=at_us, batch_changes=batch, news=news)
             for m in body["marks"]
         ]
     if body.get("cleanup") is True:

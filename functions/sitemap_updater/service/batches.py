@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitemap_updater.core.formats import UnknownFormat
+from sitemap_updater.core.freshness import ready_at_us, section_hold
 from sitemap_updater.core.messages import (
     INDEX_GROUP,
     NOTIFY_GROUP,
@@ -117,26 +118,25 @@ MAX_FIFO_BATCH = 10
 
 
 def settle_seconds(pipeline: Pipeline, section: str, marks: list[DirtyMark], records: list[dict[str, Any]]) -> int:
-    """How long a section's rebuild should wait for the rest of a burst (0: rebuild now). It waits only on its
-    messages' first receive, when they name at least ``rebuild_settle_pages`` changed pages or come from an ingest
-    batch that recorded that many changes (a burst; a lone change is never delayed) and are fewer than a full
-    batch of messages, until its oldest change is ``rebuild_settle_seconds`` old, or ``rebuild_pace_seconds`` old
-    when longer and the section's latest rebuild began less than twice that long ago (a sustained rate)."""
+    """How long a section's rebuild should wait (0: rebuild now), by its freshness (``core/freshness.py``): on its
+    messages' first receive only, when they name changed pages and are fewer than a full batch (more would not
+    fit in its next one). A section rebuilt less than its hold ago waits until that rebuild's start plus the hold;
+    a quiet one waits only for the rest of a burst (at least ``rebuild_settle_pages`` changed pages, or from an
+    ingest batch that recorded as many); a lone change in a quiet section is rebuilt at once. Never past the
+    oldest change's time plus the hold, nor, for a page with a news item, plus the news hold."""
     settings = pipeline.settings
-    window = settings.rebuild_settle_seconds
-    if not window or len(records) >= MAX_FIFO_BATCH or any(receive_count(r) > 1 for r in records):
+    if len(records) >= MAX_FIFO_BATCH or any(receive_count(r) > 1 for r in records):
         return 0
-    pages = {(m.url, m.key) for m in marks if m.url is not None and m.at_us is not None}
-    burst = max([len(pages), *(m.batch_changes for m in marks if m.at_us is not None)])
-    if not pages or burst < settings.rebuild_settle_pages:
+    changed = [m for m in marks if m.url is not None and m.at_us is not None]
+    hold = section_hold(settings.freshness_for(section), settings.cdn_max_age_seconds, any(m.news for m in changed))
+    if not changed or not hold:
         return 0
+    pages = {(m.url, m.key) for m in changed}
+    burst = max([len(pages), *(m.batch_changes for m in changed)]) >= settings.rebuild_settle_pages
     now = to_micros(pipeline.clock())
-    if settings.rebuild_pace_seconds > window:
-        began = pipeline.store.rebuild_began_us(section)
-        if began and now - began < 2 * settings.rebuild_pace_seconds * 1_000_000:
-            window = settings.rebuild_pace_seconds
-    oldest = min(m.at_us for m in marks if m.at_us is not None)
-    left_us = oldest + window * 1_000_000 - now
+    began = pipeline.store.rebuild_began_us(section) or None
+    oldest = min(m.at_us for m in changed if m.at_us is not None)
+    left_us = ready_at_us(oldest, now, began, hold, burst) - now
     return math.ceil(left_us / 1_000_000) if left_us > 0 else 0
 
 
