@@ -197,7 +197,7 @@ def test_a_burst_s_wait_is_not_cancelled_the_messages_come_back_after_the_visibi
     report = run.send_wave(bodies(burst)).as_dict()
     # Then its pages were published 30 s after their change on the functions' clock
     assert _latencies(run.logs) == pytest.approx([30, 30, 30], abs=0.001)
-    assert any("burst: the rebuild waits" in line for line in run.logs)
+    assert any("held: the rebuild waits" in line for line in run.logs)
     # And its rebuild request went back to its queue for 30 s and came back after them, not at once
     (back,) = report["redelivered"]
     assert (back["function"], back["queue"], back["why"], back["visibility_s"]) == (

@@ -101,6 +101,23 @@ def mark_messages(section: str, at_us: int, marks: list[PageMark], batch_changes
         start = end
 
 
+def merged_messages(section: str, marks: list[DirtyMark], sources: list[str]) -> list[Message]:
+    """The changed pages of several waiting rebuild requests of ``section`` (received messages ``sources``) as
+    few requests as their pages allow, each dated by the oldest change it holds and flagged news if any was:
+    a section that waits longer than its group can hold messages keeps its changes in a few. The deduplication
+    ID names the messages merged, so a merge sent again (the batch retried) is dropped."""
+    pages = [PageMark(m.url, m.key, "", m.change, m.news) for m in marks if m.url is not None and m.key is not None]
+    at_us: dict[tuple[str | None, int | None], int] = {}
+    for mark in marks:
+        at_us[mark.url, mark.key] = min(at_us.get((mark.url, mark.key), mark.at_us or 0), mark.at_us or 0)
+    merged = []
+    for number, message in enumerate(mark_messages(section, 0, pages, max(m.batch_changes for m in marks))):
+        chunk = [(mark["url"], int(mark["key"], 16)) for mark in message.body["marks"]]
+        body = message.body | {"at": min(at_us[page] for page in chunk)}
+        merged.append(Message(body, message.group, _sha256(f"merge|{section}|{number}|{'|'.join(sources)}")))
+    return merged
+
+
 def news_expiry_message(section: str, range_start: int, file_name: str, news_until_us: int) -> Message:
     """A rebuild of the file starting at ``range_start`` once its newest news item is two days old."""
     body = {"v": MESSAGES, "section": section, "key": f"{range_start:016x}"}
