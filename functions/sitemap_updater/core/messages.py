@@ -63,6 +63,7 @@ class DirtyMark:
     at_us: int | None = None  # when ingest recorded the change (sent the mark)
     batch_changes: int = 0  # how many changes the ingest batch that sent it recorded, every section's (a burst)
     news: bool = False  # its message names a page with a news item (held at most the news freshness)
+    due_us: int = 0  # a merged request's due time, as recorded for its section (0: not merged)
 
 
 class PageMark(NamedTuple):
@@ -101,7 +102,7 @@ def mark_messages(section: str, at_us: int, marks: list[PageMark], batch_changes
         start = end
 
 
-def merged_messages(section: str, marks: list[DirtyMark], sources: list[str]) -> list[Message]:
+def merged_messages(section: str, marks: list[DirtyMark], sources: list[str], due_us: int) -> list[Message]:
     """The changed pages of several waiting rebuild requests of ``section`` (received messages ``sources``) as
     few requests as their pages allow, each dated by the oldest change it holds and flagged news if any was:
     a section that waits longer than its group can hold messages keeps its changes in a few. The deduplication
@@ -113,7 +114,7 @@ def merged_messages(section: str, marks: list[DirtyMark], sources: list[str]) ->
     merged = []
     for number, message in enumerate(mark_messages(section, 0, pages, max(m.batch_changes for m in marks))):
         chunk = [(mark["url"], int(mark["key"], 16)) for mark in message.body["marks"]]
-        body = message.body | {"at": min(at_us[page] for page in chunk)}
+        body = message.body | {"at": min(at_us[page] for page in chunk), "due": due_us}
         merged.append(Message(body, message.group, _sha256(f"merge|{section}|{number}|{'|'.join(sources)}")))
     return merged
 
@@ -141,9 +142,9 @@ def read_rebuild_request(body: Mapping[str, Any]) -> list[DirtyMark]:
     file's key (news expiry, repair) or a cleanup request. UnknownFormat for a message of another version."""
     section = str(check_message(body, "a rebuild request")["section"])
     if "marks" in body:
-        at_us, batch, news = int(body["at"]), int(body["changes"]), body.get("news") is True
+        at, batch, news, due = int(body["at"]), int(body["changes"]), body.get("news") is True, int(body.get("due", 0))
         return [
-            DirtyMark(section, m["url"], int(m["key"], 16), m["change"], at_us=at_us, batch_changes=batch, news=news)
+            DirtyMark(section, m["url"], int(m["key"], 16), m["change"], False, at, batch, news, due)
             for m in body["marks"]
         ]
     if body.get("cleanup") is True:
