@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.meter import Meter
 from bench.pages import SECTIONS, write_pages
-from bench.report import section
+from bench.report import price_list, section
 from bench.traffic import Driver, Scenario, Traffic, changed_bodies
 from bench.usage import Usage
 
@@ -153,6 +153,7 @@ def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any
 def main(argv: list[str]) -> int:
     if argv[:1] != ["--doc-only"]:
         data = run(int(argv[0]) if argv else 1_000_000)
+        data["price_list"] = price_list(data)  # the sweep priced (bench/report.py): what a plot of it reads
         LAST.parent.mkdir(parents=True, exist_ok=True)
         LAST.write_text(json.dumps(data, indent=1), encoding="utf-8")
     data = json.loads(LAST.read_text(encoding="utf-8"))
