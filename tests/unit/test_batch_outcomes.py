@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from sitemap_updater.core.messages import PageMark, change_record, mark_messages, pending_index_request
+from sitemap_updater.core.messages import DirtyMark, PageMark, change_record, mark_messages, pending_index_request
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service import batches
 from sitemap_updater.service.batches import index_batch, notify_batch, rebuild_batch
@@ -311,3 +312,37 @@ def test_a_section_whose_wait_sqs_refuses_is_rebuilt_at_once() -> None:
     records[0]["receiptHandle"] = "expired"  # SQS answers ReceiptHandleIsInvalid
     outcome = rebuild_batch(records, pipeline)
     assert outcome.deferred == {} and outcome.failures == [] and outcome.sections[0].put
+
+
+def test_a_request_ahead_of_a_merged_one_is_held_no_longer_than_the_merged_one_is_due() -> None:
+    # Given the blog at 900 s (hold 885 s), rebuilt at 0 s; a change at 10 s given back for a minute, and with a
+    # change at 20 s merged into one new request at 70 s, due when the change of 10 s is 885 s old
+    stack = Stack(max_urls=50)
+    at = _moving(stack, freshness_seconds=900)
+    _burst(at, 1)
+    assert _rebuild_received(stack, at) == {}
+    stack.clock.now = 10
+    _burst(at, 1, name="q")
+    assert _rebuild_received(stack, at) == {"blog": 60}
+    stack.clock.now = 20
+    _burst(at, 1, name="r")
+    stack.clock.now = 70
+    messages, records = _received(stack)
+    outcome = rebuild_batch(records, at)
+    for message in messages:
+        stack.queues["rebuild"].settle(message, message.id not in outcome.failures, stack.clock.now)
+    assert outcome.merged == {"blog": 2} and not outcome.sections
+    due = to_micros(NOW) + 895 * 1_000_000
+    assert stack.store.rebuild_times("blog")[1] == due
+    # When a rebuild of the section began at 40 s without it (its group held more than one batch), and a later
+    # change's request is received alone at 71 s (ahead of the merged one in the group)
+    stack.store.next_rebuild("blog", to_micros(NOW) + 40 * 1_000_000)
+    stack.clock.now = 71
+    later = [DirtyMark("blog", f"{BASE}/blog/n", 1, "added", at_us=to_micros(NOW) + 71 * 1_000_000)]
+    # Then it is held until the merged request is due (895 s), not until 40 s + 885 s: the group holds that one
+    # behind it
+    assert batches.hold_for(at, "blog", later).seconds == 895 - 71
+    # And the rebuild that takes the merged request clears its due time
+    stack.store.next_rebuild("blog", to_micros(NOW))
+    _rebuilt_after(stack, at)
+    assert stack.clock.now <= 895 and stack.store.rebuild_times("blog")[1] == 0
