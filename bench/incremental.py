@@ -130,6 +130,7 @@ def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any
         print(f"{scenario.label}: {len(picks)} events, {traffic.virtual_s:.1f} s virtual", file=sys.stderr)
         results.append(traffic)
     sweep: list[dict[str, Any]] = []
+    deployed = sim.pipeline.settings.freshness_seconds
     for freshness in FRESHNESS if SWEEP_ON else ():
         driver.freshness(freshness)
         for label, rate, count, within, sustained in SWEEP:
@@ -140,7 +141,7 @@ def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any
             traffic = driver.run(scenario, bodies)
             print(f"{label} at {freshness} s: {len(picks)} events, {traffic.virtual_s:.1f} s", file=sys.stderr)
             sweep.append(_scenario(traffic, "sweep") | {"freshness_setting_s": freshness})
-    driver.freshness(sim.pipeline.settings.freshness_seconds)
+    driver.freshness(deployed)
     hourly = driver.hourly()
     return {"date": f"{datetime.now(UTC).date():%Y-%m-%d}", "pages": done.pages, "files": files,
             "import_sitemap_bytes": sitemap_bytes,
