@@ -83,23 +83,16 @@ def findings(data: dict[str, Any]) -> list[str]:
         f"(${index_bill:.2f} per million). Every index request sent in one "
         "half cache lifetime carries the same deduplication ID, so SQS delivers one of them, after the window: at "
         "most two index rebuilds per 5 s, whatever the number of section rebuilds and settle requests.",
-        f"- **A burst waits for the rest of itself**: {spread['events']:,} spread changes in one "
-        f"second rewrote each file at most {max(spread_puts, default=0)} times "
-        f"({sum(spread_puts) / max(len(spread_puts), 1):.1f} on average). A "
-        "section's first rebuild request that names 10 or more changes, or comes from an ingest batch that recorded "
-        "as many, is given back to the queue (`ChangeMessageVisibility`) until its oldest change is "
-        "`RebuildSettleSeconds` (9 s) old; the rest of the burst queues "
-        "behind it in the section's group, and the next "
-        "receive rebuilds up to ten messages (1,000 pages) at once. Nothing is billed while it waits, and a lone "
-        "change never waits. A delay on the queue does not do this (SQS delays every message alike), and Lambda "
-        "offers no batching window for FIFO sources. A burst of more than ten ingest batches "
-        "per section (the one-section burst: 3,000 changes in 3 s) still takes one rebuild per ten of them. At a "
-        "sustained rate a busy section is paced: when its latest rebuild began less than twice "
-        "`RebuildPaceSeconds` (15 s) ago, its next requests wait on their first receive until their oldest change "
-        "is 15 s old. Over two minutes at 50 events/s this rewrote 0.20 files per event (p50 17.7 s) against 0.31 "
-        "unpaced (16.2 s), 0.23 at 12 s (16.1 s), 0.17 at 18 s (18.9 s) and 0.15 at 24 s (23.3 s, over the goal); a "
-        "single 12 s window for bursts too makes the one-section burst's p50 21.6 s. `RebuildSettleSeconds=0` "
-        "turns both off.",
+        f"- **A section waits by its freshness** (`FreshnessSeconds`, 60 s here): {spread['events']:,} spread "
+        f"changes in one second rewrote each file at most {max(spread_puts, default=0)} times "
+        f"({sum(spread_puts) / max(len(spread_puts), 1):.1f} on average). A quiet section's first rebuild request "
+        "that names 10 or more changes, or comes from an ingest batch that recorded as many, is given back to the "
+        "queue (`ChangeMessageVisibility`) until its oldest change is 9 s old; a section rebuilt less than its hold "
+        "ago (the freshness less the 5 s ingest window, the CDN's 5 s and 10 s for the runs: 40 s) waits until "
+        "that rebuild's start plus the hold, so a busy section is rebuilt about once per hold; a lone change in a "
+        "quiet section is rebuilt at once. Nothing is billed while a request waits, and its group holds the "
+        "later ones behind it; requests that come back still early are merged into fewer, so a long hold is not "
+        "cut short by the ten messages of a batch. How the cost falls as the setting grows: the price list above.",
         f"- **Fixed costs weigh at low rates**: at one event per second the custom metrics, alarms and dashboard "
         f"are ${fixed['CloudWatch']:.2f} per million events and the event sources' idle polls ${fixed['SQS']:.2f} "
         "(about $7 a month whatever the traffic; CloudWatch's free tier of 10 metrics, 10 alarms and 3 "
@@ -169,12 +162,11 @@ def findings(data: dict[str, Any]) -> list[str]:
         "",
         f"So {' and '.join(under) or 'no scenario'} would come under $5 by these changes"
         + (f"; {' and '.join(over)} would not." if over else ".")
-        + f" At one event per second the floor is the rewrites: spread over {files:,} files, even a coalescing "
-        f"window of {window} s per section (the whole freshness budget) leaves {touched:.2f} files rewritten per "
-        f"event, and each rewrite is at least a PUT and a HEAD: ${floor:.2f} per million, plus ingest after 1-5 "
-        f"(${ingest_after:.2f}), the fixed costs (${fixed_total:.2f}) and the rebuild's Lambda time (about "
-        f"${shard['Lambda'] / max(puts[steady['label']], 1e-9):.2f} per million rewrites today). Under $5 at one "
-        "event per second needs a file rewritten for several events, which a 60 s freshness goal does not allow "
-        "with files of 10,000 URLs spread like these; fewer, larger files lower the rewrites but raise each one.",
+        + f" At one event per second and 60 s the floor is the rewrites: spread over {files:,} files, a coalescing "
+        f"window of {window} s per section leaves {touched:.2f} files rewritten per event, and each rewrite is at "
+        f"least a PUT and a HEAD: ${floor:.2f} per million, plus ingest after 1-5 (${ingest_after:.2f}), the fixed "
+        f"costs (${fixed_total:.2f}) and the rebuild's Lambda time (about "
+        f"${shard['Lambda'] / max(puts[steady['label']], 1e-9):.2f} per million rewrites today). A longer "
+        "freshness setting is what lowers it: the price list above.",
     ]
     return lines

@@ -10,6 +10,7 @@ import contextlib
 import itertools
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -21,11 +22,12 @@ from typing import Any
 from bench import plots
 from bench.meter import Meter
 from bench.pages import SECTIONS, write_pages
-from bench.report import section
+from bench.report import price_list, section
 from bench.traffic import Driver, Scenario, Traffic, changed_bodies
 from bench.usage import Usage
 
 ROOT = Path(__file__).resolve().parents[1]
+SWEEP_ON = os.environ.get("BENCH_SWEEP", "1") != "0"  # 0: the five scenarios above alone
 CACHE = ROOT / "bench" / ".cache"
 LAST = CACHE / "incremental.json"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -37,6 +39,16 @@ COST = (
     Scenario("1 event/s", 1.0, 300),
     Scenario("50 events/s", 50.0, 6000),  # two minutes: a sustained rate, past its first rebuild cycles
     Scenario("burst of 1,000/s, one section", 1000.0, 3000, section=SECTIONS[0], sustained=False),
+)
+
+# Cost and freshness against the FreshnessSeconds setting: each rate at each setting, long enough to reach its
+# steady state (a sustained rate: at least three holds of 1 event/s, or 400 s at 50 events/s, where a section's
+# rebuild takes at most ten merged requests of 100 pages, 1,000 pages, about every 160 s).
+FRESHNESS = (30, 60, 120, 300, 900)
+SWEEP = (
+    ("1 event/s", 1.0, lambda f: max(300, 3 * f), None, True),
+    ("50 events/s", 50.0, lambda f: 50 * min(max(120, 2 * f), 400), None, True),
+    ("burst of 1,000/s, one section", 1000.0, lambda _f: 3000, SECTIONS[0], False),
 )
 
 
@@ -121,17 +133,32 @@ def _measure(sim: Any, meter: Meter, driver: Driver, size: int) -> dict[str, Any
         traffic = driver.run(scenario, changed_bodies(lines, picks, number))
         print(f"{scenario.label}: {len(picks)} events, {traffic.virtual_s:.1f} s virtual", file=sys.stderr)
         results.append(traffic)
+    sweep: list[dict[str, Any]] = []
+    deployed = sim.pipeline.settings.freshness_seconds
+    for freshness in FRESHNESS if SWEEP_ON else ():
+        driver.freshness(freshness)
+        for label, rate, count, within, sustained in SWEEP:
+            within_pool = [i for i in range(size) if SECTIONS[i % len(SECTIONS)] == within] if within else None
+            picks = rng.sample(within_pool or range(size), min(count(freshness), len(within_pool or range(size))))
+            scenario = Scenario(label, rate, len(picks), within, sustained)
+            bodies = changed_bodies(lines, picks, 10 + len(sweep), f"2026-10-{1 + len(sweep):02d}")
+            traffic = driver.run(scenario, bodies)
+            print(f"{label} at {freshness} s: {len(picks)} events, {traffic.virtual_s:.1f} s", file=sys.stderr)
+            sweep.append(_scenario(traffic, "sweep") | {"freshness_setting_s": freshness})
+    driver.freshness(deployed)
     hourly = driver.hourly()
     return {"date": f"{datetime.now(UTC).date():%Y-%m-%d}", "pages": done.pages, "files": files,
             "import_sitemap_bytes": sitemap_bytes,
             "import": _usage(full), "hourly": {n: _usage(u) for n, u in hourly.items()}, "memory": driver.memory(),
             "polled": driver.polled(),
-            "scenarios": [_scenario(t, role) for t, role in zip(results, ROLES, strict=True)]}  # fmt: skip
+            "scenarios": [_scenario(t, role) for t, role in zip(results, ROLES, strict=True)],
+            "sweep": sweep}  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] != ["--doc-only"]:
         data = run(int(argv[0]) if argv else 1_000_000)
+        data["price_list"] = price_list(data)  # the sweep priced (bench/report.py): what a plot of it reads
         LAST.parent.mkdir(parents=True, exist_ok=True)
         LAST.write_text(json.dumps(data, indent=1), encoding="utf-8")
     data = json.loads(LAST.read_text(encoding="utf-8"))

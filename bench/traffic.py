@@ -159,6 +159,12 @@ class Driver:
             if isinstance(handler, logging.StreamHandler):
                 handler.setStream(meter.logs)
 
+    def freshness(self, seconds: int) -> None:
+        """Deploy with ``FreshnessSeconds`` = ``seconds`` (every section)."""
+        settings = self.sim.pipeline.settings.model_copy(update={"freshness_seconds": seconds})
+        self.sim.pipeline = replace(self.sim.pipeline, settings=settings)
+        use_pipeline(self.sim.pipeline, Notifiers(Http(self.meter), None, sleep=lambda _s: None, monotonic=lambda: 0.0))
+
     def memory(self) -> dict[str, int]:
         return {name: f.memory_mb for name, f in self.functions.items()}
 
@@ -331,12 +337,14 @@ def receive(queue: SimQueueState, limit: int, now: float) -> list[Message]:
     return taken
 
 
-def changed_bodies(lines: list[str], picks: list[int], version: int) -> list[str]:
-    """Events that change the picked pages (a newer version with a new lastmod)."""
+def changed_bodies(lines: list[str], picks: list[int], version: int, day: str = "") -> list[str]:
+    """Events that change the picked pages (a newer version with a new lastmod: ``day``, else the 2026-11-
+    ``version``)."""
     out = []
+    day = day or f"2026-11-{version:02d}"
     for i in picks:
         body = json.loads(lines[i])
-        body.update(version=version, lastmod=f"2026-11-{version:02d}", occurred_at=f"2026-11-{version:02d}T10:00:00Z")
+        body.update(version=version, lastmod=day, occurred_at=f"{day}T10:00:00Z")
         out.append(json.dumps(body, ensure_ascii=False))
     return out
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS
+from sitemap_updater.core.freshness import (
+    BURST_PAGES,
+    FreshnessError,
+    check_freshness,
+    parse_section_freshness,
+    section_freshness,
+)
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_FILES_PER_INDEX, MAX_URLS_PER_FILE, Limits
 from sitemap_updater.core.urls import Site, UrlError, parse_sections
 
@@ -36,9 +43,9 @@ _ENV = {
     "notify_dlq_url": "NOTIFY_DLQ_URL",
     "notify_max_receive_count": "NOTIFY_MAX_RECEIVE_COUNT",
     "cdn_max_age_seconds": "CDN_MAX_AGE_SECONDS",
-    "rebuild_settle_seconds": "REBUILD_SETTLE_SECONDS",
+    "freshness_seconds": "FRESHNESS_SECONDS",
+    "section_freshness": "SECTION_FRESHNESS",
     "rebuild_settle_pages": "REBUILD_SETTLE_PAGES",
-    "rebuild_pace_seconds": "REBUILD_PACE_SECONDS",
     "retired_file_grace_seconds": "RETIRED_FILE_GRACE_SECONDS",
     "indexnow_key": "INDEXNOW_KEY",
     "indexnow_endpoint": "INDEXNOW_ENDPOINT",
@@ -120,15 +127,15 @@ class Settings(BaseModel):
     # the index no longer names is kept, so that an index a CDN or crawler still holds never names a missing file.
     cdn_max_age_seconds: Annotated[int, Field(ge=0, le=3600)] = 0
     retired_file_grace_seconds: Annotated[int, Field(ge=0, le=7 * 86_400)] = 0
-    # A burst: a section whose first rebuild request names at least ``rebuild_settle_pages`` changed pages waits
-    # until its oldest change is ``rebuild_settle_seconds`` old, so the rest of the burst joins the same rebuild
-    # (each file written once). 0 seconds: never wait (local runs, tests).
-    rebuild_settle_seconds: Annotated[int, Field(ge=0, le=60)] = 0
-    rebuild_settle_pages: Annotated[int, Field(ge=1)] = 10
-    # A busy section (its latest rebuild began less than twice this long ago) waits, by the same rule, until its
-    # oldest change is ``rebuild_pace_seconds`` old instead, when that is longer: a sustained rate rewrites each
-    # file less often, while a burst in a quiet section still waits only ``rebuild_settle_seconds``.
-    rebuild_pace_seconds: Annotated[int, Field(ge=0, le=60)] = 0
+    # How long after an event is accepted the CDN may still serve a file without its change (core/freshness.py):
+    # a section's rebuild waits at most what is left of it once the ingest window, the functions' runs and the
+    # CDN lifetime are counted, so that a busy section is rebuilt about once per that wait. 0: never wait (local
+    # runs, tests). ``section_freshness``: ``section=seconds`` pairs that override it (news=30,products=900).
+    freshness_seconds: Annotated[int, Field(ge=0)] = 0
+    section_freshness: str = ""
+    # Changed pages in a quiet section's first rebuild request that make a burst worth waiting for (not a
+    # parameter of the template; the simulation lowers it to make bursts of its few events).
+    rebuild_settle_pages: Annotated[int, Field(ge=1)] = BURST_PAGES
     # Notifications. IndexNow is off without a key; Search Console is off without a secret.
     indexnow_key: Annotated[str, Field(pattern=r"^([a-zA-Z0-9-]{8,128})?$")] = ""
     indexnow_endpoint: Annotated[str, Field(pattern=r"^https?://")] = INDEXNOW_ENDPOINT
@@ -181,6 +188,16 @@ class Settings(BaseModel):
         parse_sections(value)
         return value
 
+    @model_validator(mode="after")
+    def _honourable_freshness(self) -> Settings:
+        try:
+            check_freshness(self.freshness_seconds, self.cdn_max_age_seconds)
+            for section, seconds in parse_section_freshness(self.section_freshness).items():
+                check_freshness(seconds, self.cdn_max_age_seconds, f"SectionFreshness {section}")
+        except FreshnessError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Read settings from environment variables (``SITE_URL``, ``MANIFEST_TABLE``, ...)."""
@@ -188,7 +205,7 @@ class Settings(BaseModel):
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            problems = [f"{_ENV.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in exc.errors()]
+            problems = [_problem(e["loc"], e["msg"]) for e in exc.errors()]
             raise SettingsError("invalid settings: " + "; ".join(problems)) from None
 
     @property
@@ -205,6 +222,17 @@ class Settings(BaseModel):
         """The Search Console property: as configured (``sc-domain:...`` or a URL prefix), else the site root."""
         return self.search_console_property or f"{self.site.base_url}/"
 
+    def freshness_for(self, section: str) -> int:
+        """The freshness of ``section``'s files: its SectionFreshness override, else FreshnessSeconds."""
+        return section_freshness(section, self.freshness_seconds, parse_section_freshness(self.section_freshness))
+
     @property
     def limits(self) -> Limits:
         return Limits(max_urls=self.max_urls_per_file, max_files_per_index=self.max_files_per_index)
+
+
+def _problem(loc: tuple[int | str, ...], message: str) -> str:
+    """One validation error, naming its environment variable (a check of several fields names them itself)."""
+    if not loc:
+        return message.removeprefix("Value error, ")
+    return f"{_ENV.get(str(loc[0]), loc[0])}: {message}"

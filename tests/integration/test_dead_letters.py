@@ -84,7 +84,7 @@ def test_a_section_whose_rebuild_always_fails_is_dead_lettered_with_its_reason(
         bodies([event(f"{BASE}/broken/a", section="broken"), event(f"{BASE}/blog/a"), event(f"{BASE}/blog/b")])
     )
     # Then the failing section's rebuild request is in the rebuild DLQ with its error, in its message group
-    # six receives: the rebuild queue keeps one for a burst's wait (RebuildSettleSeconds)
+    # six receives: the rebuild queue keeps one for a wait by the section's freshness (FreshnessSeconds)
     _check_reasons(_dead_letters(run, "RebuildDeadLetterQueue"), "broken: RuntimeError: disk on fire", "broken", 6)
     # And the other section, the index and its notifications were published; nothing else was dead-lettered
     published = run.published()

@@ -117,9 +117,9 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
     # the recent-changes feed on, and a text sitemap beside each file (the section files' other name)
     parameters = {"WebhookSecretArn": secret["ARN"], "MaxFilesPerIndex": "2", "RecentChangesFeed": "20"}
     parameters |= {"TextSitemaps": "true"}
-    # and every section's first rebuild request waits for the rest of a burst (given back to the queue once), a
-    # busy section's longer (the time its latest rebuild began is read)
-    parameters |= {"RebuildSettleSeconds": "5", "RebuildSettlePages": "1", "RebuildPaceSeconds": "10"}
+    # and a freshness of 40 s: a section changed again within 25 s of its latest rebuild waits (the time that
+    # rebuild began is read, its requests are given back to the queue)
+    parameters |= {"FreshnessSeconds": "40"}
     with LocalRun(
         BASE,
         2,

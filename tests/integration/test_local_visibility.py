@@ -190,27 +190,32 @@ def _latencies(logs: list[str]) -> list[float]:
 def test_a_burst_s_wait_is_not_cancelled_the_messages_come_back_after_the_visibility_the_rebuild_chose(
     run_for: Callable[..., LocalRun],
 ) -> None:
-    # Given a stack whose rebuilds wait 30 s for the rest of a burst of 2 changed pages or more
-    run = run_for("burst", RebuildSettleSeconds="30", RebuildSettlePages="2")
-    # When a burst of 3 pages arrives
-    burst = [event(f"{BASE}/blog/p{i}", version=1, lastmod="2026-11-20") for i in range(3)]
+    # Given a stack with a freshness of 40 s (no CDN cache locally: a hold of 40 - 5 - 10 = 25 s)
+    run = run_for("burst", FreshnessSeconds="40")
+    # When a burst of 10 pages arrives in a quiet section
+    burst = [event(f"{BASE}/blog/p{i}", version=1, lastmod="2026-11-20") for i in range(10)]
     report = run.send_wave(bodies(burst)).as_dict()
-    # Then its pages were published 30 s after their change on the functions' clock
-    assert _latencies(run.logs) == pytest.approx([30, 30, 30], abs=0.001)
-    assert any("burst: the rebuild waits" in line for line in run.logs)
-    # And its rebuild request went back to its queue for 30 s and came back after them, not at once
+    # Then its pages were published 9 s after their change on the functions' clock (the rest of a burst's wait)
+    assert _latencies(run.logs) == pytest.approx([9] * 10, abs=0.001)
+    assert any("held: the rebuild waits" in line for line in run.logs)
+    # And its rebuild request went back to its queue for 9 s and came back after them, not at once
     (back,) = report["redelivered"]
     assert (back["function"], back["queue"], back["why"], back["visibility_s"]) == (
         "RebuildShardFunction",
         "RebuildQueue",
         "deferred",
-        30,
+        9,
     )
-    assert back["visible_again_s"] - back["received_s"] == pytest.approx(30, abs=0.001)
-    assert report["time"]["took_s"] == pytest.approx(30, abs=0.001)
-    # When a lone page changes later, it is not a burst: published at once, nothing given back
+    assert back["visible_again_s"] - back["received_s"] == pytest.approx(9, abs=0.001)
+    assert report["time"]["took_s"] == pytest.approx(9, abs=0.001)
+    # When a lone page changes at once after, the section is busy: held until 25 s after its rebuild began
     run.logs.clear()
-    lone = run.send_wave(bodies([event(f"{BASE}/blog/p0", version=2, lastmod="2026-11-21")])).as_dict()
+    held = run.send_wave(bodies([event(f"{BASE}/blog/p0", version=2, lastmod="2026-11-21")])).as_dict()
+    assert [b["visibility_s"] for b in held["redelivered"]] == [25] and _latencies(run.logs) == [25]
+    # And a lone change a hold after the section's latest rebuild began is a quiet section's: published at once
+    run.clock.skip_to(run.clock.seconds() + 25)
+    run.logs.clear()
+    lone = run.send_wave(bodies([event(f"{BASE}/blog/p1", version=2, lastmod="2026-11-21")])).as_dict()
     assert lone["redelivered"] == [] and lone["time"]["took_s"] == 0
     assert _latencies(run.logs) == [0]
     assert run.errors == []

@@ -247,8 +247,14 @@ class FakeStore:
 
         return int(self._call("update_item", add))
 
-    def rebuild_began_us(self, section: str) -> int:
-        return int(self._call("get_item", lambda: self.seqs.get(f"\0began#{section}", 0)))
+    def rebuild_times(self, section: str) -> tuple[int, int]:
+        def read() -> tuple[int, int]:
+            return self.seqs.get(f"\0began#{section}", 0), self.seqs.get(f"\0due#{section}", 0)
+
+        return self._call("get_item", read)  # type: ignore[no-any-return]
+
+    def hold_due(self, section: str, due_us: int) -> None:
+        self._call("update_item", lambda: self.seqs.__setitem__(f"\0due#{section}", due_us))
 
     def next_index_generation(self) -> int:
         def add() -> int:

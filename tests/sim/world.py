@@ -225,16 +225,20 @@ class Simulation:
         params.update(MaxFilesPerIndex=str(self.max_files_per_index))
         params.update(TextSitemaps="true" if self.config.seed % 5 == 2 else "false")  # a fifth of the sequences
         params.update(RecentChangesFeed="5" if self.config.seed % 7 == 3 else "0")  # a seventh: a feed of 5 pages
-        # A third: any two changed pages make a section's rebuild wait for the rest of a burst (the template's
-        # RebuildSettleSeconds, given back to the queue once), which a sequence's few events otherwise rarely do.
-        params.update(RebuildSettlePages="2" if self.config.seed % 3 == 1 else params["RebuildSettlePages"])
+        # A quarter: the blog section slow (held up to 15 minutes less the budget) and the shop fast (FreshnessSeconds'
+        # per-section override); the rest the template's default.
+        params.update(SectionFreshness="blog=900,shop=30" if self.config.seed % 4 == 1 else "")
         # A quarter: each section's entries spread over 4 partition keys (every write is checked to land under the
         # key its readers query, tests/sim/dynamo.py).
-        spread = "4" if self.config.seed % 4 == 1 else params["SectionPartitions"]
+        spread = "4" if self.config.seed % 4 == 2 else params["SectionPartitions"]
         params.update(SectionPartitions=str(self.config.section_partitions or spread))
         variables = template["Globals"]["Function"]["Environment"]["Variables"]
         env = {key: _resolve(value, params, physical, conditions) for key, value in variables.items()}
         env.update(NOTIFY_DRY_RUN="false", INDEXNOW_ENDPOINT="https://indexnow.sim.invalid/indexnow")
+        # A third: any two changed pages in a quiet section make its rebuild wait for the rest of a burst (given
+        # back to the queue once), which a sequence's few events otherwise rarely do.
+        if self.config.seed % 3 == 1:
+            env.update(REBUILD_SETTLE_PAGES="2")
         settings = Settings.from_env(env)
         self.store = FakeStore(self.sched, self.clock, settings.section_partitions)
         self.store.refused_urls.add(REFUSED_URL)

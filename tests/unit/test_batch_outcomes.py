@@ -4,6 +4,7 @@ On the in-memory stack of ``test_recovery``, with the dead-letter queues behind 
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 from dataclasses import replace
@@ -12,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from sitemap_updater.core.messages import PageMark, change_record, mark_messages, pending_index_request
+from sitemap_updater.core.messages import DirtyMark, PageMark, change_record, mark_messages, pending_index_request
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service import batches
 from sitemap_updater.service.batches import index_batch, notify_batch, rebuild_batch
@@ -172,22 +174,22 @@ def _received(stack: Stack) -> tuple[list[Message], list[dict[str, Any]]]:
 
 
 def test_a_burst_s_first_rebuild_waits_for_the_rest_of_it_once() -> None:
-    # Given a section's first rebuild request naming 12 changed pages, with a 5 s settle window
+    # Given a section's first rebuild request naming 12 changed pages, freshness 60 s (hold 45 s: no CDN cache)
     stack = Stack(max_urls=50)
-    pipeline = replace_settings(stack, rebuild_settle_seconds=5, rebuild_settle_pages=10)
+    pipeline = _moving(stack, freshness_seconds=60)
     _burst(pipeline, 12)
     messages, records = _received(stack)
     # When it is received the first time
     outcome = rebuild_batch(records, pipeline)
-    # Then it is given back to the queue for the rest of the window, and nothing is rendered yet
-    assert outcome.deferred == {"blog": 5} and outcome.failures == [messages[0].id] and not outcome.sections
+    # Then it is given back to the queue for the burst's settle time (9 s), and nothing is rendered yet
+    assert outcome.deferred == {"blog": 9} and outcome.failures == [messages[0].id] and not outcome.sections
     for message in messages:
         stack.queues["rebuild"].settle(message, False, stack.clock.now)
-    assert messages[0].available_at == stack.clock.now + 5
+    assert messages[0].available_at == stack.clock.now + 9
     assert not [name for name in stack.s3.objects if name.startswith("sitemap-")]
     # And with the next ingest batch of the burst it is rebuilt once, on its second receive, without waiting again
     _burst(pipeline, 30)
-    stack.clock.now += 5
+    stack.clock.now += 9
     messages, records = _received(stack)
     assert len(messages) == 2 and messages[0].receive_count == 2
     outcome = rebuild_batch(records, pipeline)
@@ -206,34 +208,96 @@ def _rebuild_received(stack: Stack, pipeline: Pipeline) -> dict[str, int]:
     return outcome.deferred
 
 
-def test_a_busy_section_waits_its_pace_and_a_quiet_one_only_the_settle_window() -> None:
-    # Given a 5 s settle window and a 12 s pace, and a burst of changes in a section never rebuilt
+def _moving(stack: Stack, **settings: Any) -> Pipeline:
+    pipeline = replace_settings(stack, rebuild_settle_pages=10, **settings)
+    return replace(pipeline, clock=lambda: NOW + timedelta(seconds=stack.clock.now))
+
+
+def test_a_busy_section_is_rebuilt_once_per_hold_and_a_quiet_one_waits_only_for_a_burst() -> None:
+    # Given freshness 40 s (with no CDN cache: a hold of 40 - 5 - 10 = 25 s), and a burst in a section never rebuilt
     stack = Stack(max_urls=50)
-    pipeline = replace_settings(stack, rebuild_settle_seconds=5, rebuild_settle_pages=10, rebuild_pace_seconds=12)
-    at = replace(pipeline, clock=lambda: NOW + timedelta(seconds=stack.clock.now))
+    at = _moving(stack, freshness_seconds=40)
     _burst(at, 12)
-    # Then the quiet section's first request waits the settle window only, and is rebuilt after it
-    assert _rebuild_received(stack, pipeline) == {"blog": 5}
-    stack.clock.now += 5
-    assert _rebuild_received(stack, pipeline) == {}
-    assert "sitemap-blog-00000000.xml.gz" in stack.s3.objects
-    # When more changes come 10 s later (the section is busy: its latest rebuild began under twice its pace ago)
+    # Then the quiet section's first request waits the burst's 9 s only, and is rebuilt after them
+    assert _rebuild_received(stack, at) == {"blog": 9}
+    stack.clock.now += 9
+    assert _rebuild_received(stack, at) == {}
+    began = stack.clock.now
+    # When a lone change comes 10 s later (the section is busy: its latest rebuild began under its hold ago)
     stack.clock.now += 10
-    _burst(at, 15, name="q")
-    # Then they wait until their oldest change is 12 s old, and are rebuilt once it is
-    assert _rebuild_received(stack, pipeline) == {"blog": 12}
-    stack.clock.now += 12
-    assert _rebuild_received(stack, pipeline) == {}
-    # And a burst 25 s after the section's latest rebuild began is a quiet section's again: 5 s
+    _burst(at, 1, name="q")
+    # Then it waits until that rebuild's start plus the hold (15 s more), and is rebuilt then
+    assert _rebuild_received(stack, at) == {"blog": 15}
+    stack.clock.now += 15
+    assert stack.clock.now == began + 25
+    assert _rebuild_received(stack, at) == {}
+    # And a lone change a hold after the section's latest rebuild began is a quiet section's: rebuilt at once
     stack.clock.now += 25
-    _burst(at, 20, name="r")
-    assert _rebuild_received(stack, pipeline) == {"blog": 5}
+    _burst(at, 1, name="r")
+    assert _rebuild_received(stack, at) == {}
 
 
-@pytest.mark.parametrize(("pages", "window"), [(9, 5), (12, 0)])
-def test_a_lone_change_or_no_window_is_rebuilt_at_once(pages: int, window: int) -> None:
+def _rebuilt_after(stack: Stack, pipeline: Pipeline) -> tuple[float, int]:
+    """Run the rebuild queue as its event source does until the section is rebuilt: the seconds that took, and
+    how many times its waiting messages were merged into fewer."""
+    start, merges = stack.clock.now, 0
+    while True:
+        messages, records = _received(stack)
+        outcome = rebuild_batch(records, pipeline)
+        for message in messages:
+            stack.queues["rebuild"].settle(message, message.id not in outcome.failures, stack.clock.now)
+        if outcome.sections:
+            return stack.clock.now - start, merges
+        merges += sum(outcome.merged.values()) > 0
+        assert outcome.deferred or outcome.merged
+        stack.clock.now += sum(outcome.deferred.values())
+
+
+def test_a_section_s_override_sets_its_hold_and_a_news_page_is_held_at_most_the_news_hold() -> None:
+    # Given the blog slow (900 s: a hold of 885 s) and a lone change after its latest rebuild
     stack = Stack(max_urls=50)
-    pipeline = replace_settings(stack, rebuild_settle_seconds=window, rebuild_settle_pages=10)
+    at = _moving(stack, freshness_seconds=60, section_freshness="docs=30,blog=900")
+    _burst(at, 1)
+    assert _rebuild_received(stack, at) == {}
+    stack.clock.now += 10
+    _burst(at, 1, name="q")
+    # Then it is given back for a minute at a time (its group holds later changes meanwhile)
+    assert _rebuild_received(stack, at) == {"blog": 60}
+    # When 12 more changes come, one ingest batch a minute (more than a group's ten messages in all)
+    for i in range(12):
+        stack.clock.now += 60
+        _burst(at, 1, name=f"r{i}")
+        messages, records = _received(stack)
+        outcome = rebuild_batch(records, at)
+        for message in messages:
+            stack.queues["rebuild"].settle(message, message.id not in outcome.failures, stack.clock.now)
+        assert not outcome.sections  # merged and sent again (a new message), or given back
+    # Then all of them are rebuilt together, 885 s after the section's latest rebuild began, not 60 s's 45
+    waited, _ = _rebuilt_after(stack, at)
+    assert stack.clock.now == 885 and waited > 0
+    put = {name for name in stack.s3.objects if name.startswith("sitemap-blog")}
+    assert put and all(f"/blog/r{i}" in _published(stack) for i in range(12))
+    # When a page with a news item changes 10 s after that rebuild, whatever the section's setting
+    stack.clock.now += 10
+    marks = MarkBatch(at)
+    news = {"publication_name": "Example Times", "publication_language": "en", "title": "T",
+            "publication_date": "2026-11-20T09:00:00Z"}  # fmt: skip
+    ingest_message(json.dumps(page("n", version=1, news=news)), "m-n", at, marks=marks)
+    marks.flush()
+    # Then it waits only until the rebuild's start plus the news hold (60 - 5 - 10 = 45 s)
+    assert _rebuild_received(stack, at) == {"blog": 35}
+
+
+def _published(stack: Stack) -> str:
+    return "".join(
+        gzip.decompress(o.data).decode() for name, o in stack.s3.objects.items() if name.startswith("sitemap-blog")
+    )
+
+
+@pytest.mark.parametrize(("pages", "freshness"), [(9, 60), (12, 0)])
+def test_a_lone_change_in_a_quiet_section_or_no_freshness_is_rebuilt_at_once(pages: int, freshness: int) -> None:
+    stack = Stack(max_urls=50)
+    pipeline = replace_settings(stack, freshness_seconds=freshness, rebuild_settle_pages=10)
     _burst(pipeline, pages)
     _, records = _received(stack)
     outcome = rebuild_batch(records, pipeline)
@@ -242,9 +306,43 @@ def test_a_lone_change_or_no_window_is_rebuilt_at_once(pages: int, window: int) 
 
 def test_a_section_whose_wait_sqs_refuses_is_rebuilt_at_once() -> None:
     stack = Stack(max_urls=50)
-    pipeline = replace_settings(stack, rebuild_settle_seconds=5, rebuild_settle_pages=10)
+    pipeline = replace_settings(stack, freshness_seconds=60, rebuild_settle_pages=10)
     _burst(pipeline, 12)
     _, records = _received(stack)
     records[0]["receiptHandle"] = "expired"  # SQS answers ReceiptHandleIsInvalid
     outcome = rebuild_batch(records, pipeline)
     assert outcome.deferred == {} and outcome.failures == [] and outcome.sections[0].put
+
+
+def test_a_request_ahead_of_a_merged_one_is_held_no_longer_than_the_merged_one_is_due() -> None:
+    # Given the blog at 900 s (hold 885 s), rebuilt at 0 s; a change at 10 s given back for a minute, and with a
+    # change at 20 s merged into one new request at 70 s, due when the change of 10 s is 885 s old
+    stack = Stack(max_urls=50)
+    at = _moving(stack, freshness_seconds=900)
+    _burst(at, 1)
+    assert _rebuild_received(stack, at) == {}
+    stack.clock.now = 10
+    _burst(at, 1, name="q")
+    assert _rebuild_received(stack, at) == {"blog": 60}
+    stack.clock.now = 20
+    _burst(at, 1, name="r")
+    stack.clock.now = 70
+    messages, records = _received(stack)
+    outcome = rebuild_batch(records, at)
+    for message in messages:
+        stack.queues["rebuild"].settle(message, message.id not in outcome.failures, stack.clock.now)
+    assert outcome.merged == {"blog": 2} and not outcome.sections
+    due = to_micros(NOW) + 895 * 1_000_000
+    assert stack.store.rebuild_times("blog")[1] == due
+    # When a rebuild of the section began at 40 s without it (its group held more than one batch), and a later
+    # change's request is received alone at 71 s (ahead of the merged one in the group)
+    stack.store.next_rebuild("blog", to_micros(NOW) + 40 * 1_000_000)
+    stack.clock.now = 71
+    later = [DirtyMark("blog", f"{BASE}/blog/n", 1, "added", at_us=to_micros(NOW) + 71 * 1_000_000)]
+    # Then it is held until the merged request is due (895 s), not until 40 s + 885 s: the group holds that one
+    # behind it
+    assert batches.hold_for(at, "blog", later).seconds == 895 - 71
+    # And the rebuild that takes the merged request clears its due time
+    stack.store.next_rebuild("blog", to_micros(NOW))
+    _rebuilt_after(stack, at)
+    assert stack.clock.now <= 895 and stack.store.rebuild_times("blog")[1] == 0

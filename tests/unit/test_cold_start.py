@@ -65,7 +65,7 @@ def test_an_aws_call_that_keeps_failing_is_tried_four_times_then_raises(
     # When the function reads when a section's latest rebuild began, the call fails after four attempts and three
     # backoffs
     with pytest.raises(Exception, match="reached max retries: 3"):
-        pipeline.store.rebuild_began_us("blog")
+        pipeline.store.rebuild_times("blog")
     assert len(httpserver.log) == 4 and len(waits) == 3
 
 

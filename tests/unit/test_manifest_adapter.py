@@ -131,10 +131,11 @@ def test_open_outboxes_are_listed_with_their_urls_until_closed(store: ManifestSt
 
 
 def test_each_rebuild_of_a_section_takes_a_larger_number_and_keeps_when_it_began(store: ManifestStore) -> None:
-    assert store.rebuild_began_us("blog") == 0
+    assert store.rebuild_times("blog") == (0, 0)
     assert [store.next_rebuild("blog", 100), store.next_rebuild("blog"), store.next_rebuild("docs", 7)] == [1, 2, 1]
-    assert (store.rebuild_began_us("blog"), store.rebuild_began_us("docs")) == (100, 7)
-    assert store.next_rebuild("blog", 300) == 3 and store.rebuild_began_us("blog") == 300
+    assert (store.rebuild_times("blog"), store.rebuild_times("docs")) == ((100, 0), (7, 0))
+    store.hold_due("blog", 500)
+    assert store.next_rebuild("blog", 300) == 3 and store.rebuild_times("blog") == (300, 500)
 
 
 def test_an_import_is_held_by_one_execution_at_a_time(store: ManifestStore) -> None:

@@ -402,14 +402,30 @@ class ManifestStore(FileRecords):
         )
         return int(result["Attributes"]["n"]["N"])
 
-    def rebuild_began_us(self, section: str) -> int:
-        """When the latest rebuild of ``section`` began (0: not known); eventually consistent, half a read unit."""
-        item = self._client.get_item(
+    def rebuild_times(self, section: str) -> tuple[int, int]:
+        """When the latest rebuild of ``section`` began, and when the earliest of its merged rebuild requests is
+        due (``hold_due``; 0: not known); strongly consistent (a merge's due is read by the next receive of the
+        section's group), one read unit."""
+        item = (
+            self._client.get_item(
+                TableName=self.table,
+                Key={"pk": _s(f"rebuilds#{section}"), "sk": _s("seq")},
+                ProjectionExpression="began_us, due_us",
+                ConsistentRead=True,
+            ).get("Item")
+            or {}
+        )
+        return tuple(int(item[name]["N"]) if name in item else 0 for name in ("began_us", "due_us"))  # type: ignore[return-value]
+
+    def hold_due(self, section: str, due_us: int) -> None:
+        """Record that a merged rebuild request of ``section`` must be rebuilt by ``due_us`` (a later request
+        ahead of it in the section's FIFO group is then held no longer)."""
+        self._client.update_item(
             TableName=self.table,
             Key={"pk": _s(f"rebuilds#{section}"), "sk": _s("seq")},
-            ProjectionExpression="began_us",
-        ).get("Item")
-        return int(item["began_us"]["N"]) if item and "began_us" in item else 0
+            UpdateExpression="SET due_us = :due",
+            ExpressionAttributeValues={":due": _n(due_us)},
+        )
 
     def next_index_generation(self) -> int:
         result = self._client.update_item(

@@ -62,6 +62,8 @@ class DirtyMark:
     cleanup: bool = False
     at_us: int | None = None  # when ingest recorded the change (sent the mark)
     batch_changes: int = 0  # how many changes the ingest batch that sent it recorded, every section's (a burst)
+    news: bool = False  # its message names a page with a news item (held at most the news freshness)
+    due_us: int = 0  # a merged request's due time, as recorded for its section (0: not merged)
 
 
 class PageMark(NamedTuple):
@@ -71,6 +73,7 @@ class PageMark(NamedTuple):
     key: int
     rank: str
     change: str | None
+    news: bool = False  # the page has a news item: its rebuild is held at most the news freshness
 
 
 def mark_messages(section: str, at_us: int, marks: list[PageMark], batch_changes: int = 0) -> Iterator[Message]:
@@ -92,9 +95,28 @@ def mark_messages(section: str, at_us: int, marks: list[PageMark], batch_changes
             "changes": batch_changes,
             "marks": [{"url": m.url, "key": f"{m.key:016x}", "change": m.change} for m in chunk],
         }
+        if any(m.news for m in chunk):
+            body["news"] = True  # optional: a message without it (any written before) holds no news page
         ranks = "|".join(f"{m.url}|{m.rank}" for m in chunk)
         yield Message(body, section_slug(section), _sha256(f"{section}|{ranks}"))
         start = end
+
+
+def merged_messages(section: str, marks: list[DirtyMark], sources: list[str], due_us: int) -> list[Message]:
+    """The changed pages of several waiting rebuild requests of ``section`` (received messages ``sources``) as
+    few requests as their pages allow, each dated by the oldest change it holds and flagged news if any was:
+    a section that waits longer than its group can hold messages keeps its changes in a few. The deduplication
+    ID names the messages merged, so a merge sent again (the batch retried) is dropped."""
+    pages = [PageMark(m.url, m.key, "", m.change, m.news) for m in marks if m.url is not None and m.key is not None]
+    at_us: dict[tuple[str | None, int | None], int] = {}
+    for mark in marks:
+        at_us[mark.url, mark.key] = min(at_us.get((mark.url, mark.key), mark.at_us or 0), mark.at_us or 0)
+    merged = []
+    for number, message in enumerate(mark_messages(section, 0, pages, max(m.batch_changes for m in marks))):
+        chunk = [(mark["url"], int(mark["key"], 16)) for mark in message.body["marks"]]
+        body = message.body | {"at": min(at_us[page] for page in chunk), "due": due_us}
+        merged.append(Message(body, message.group, _sha256(f"merge|{section}|{number}|{'|'.join(sources)}")))
+    return merged
 
 
 def news_expiry_message(section: str, range_start: int, file_name: str, news_until_us: int) -> Message:
@@ -120,9 +142,9 @@ def read_rebuild_request(body: Mapping[str, Any]) -> list[DirtyMark]:
     file's key (news expiry, repair) or a cleanup request. UnknownFormat for a message of another version."""
     section = str(check_message(body, "a rebuild request")["section"])
     if "marks" in body:
-        at_us, batch = int(body["at"]), int(body["changes"])
+        at, batch, news, due = int(body["at"]), int(body["changes"]), body.get("news") is True, int(body.get("due", 0))
         return [
-            DirtyMark(section, m["url"], int(m["key"], 16), m["change"], at_us=at_us, batch_changes=batch)
+            DirtyMark(section, m["url"], int(m["key"], 16), m["change"], False, at, batch, news, due)
             for m in body["marks"]
         ]
     if body.get("cleanup") is True:

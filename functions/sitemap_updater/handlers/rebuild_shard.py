@@ -31,7 +31,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         for latency in done.latencies_s:  # event recorded -> its file published; the p99 is alarmed
             metrics.add_metric(name="PublishLatency", unit=MetricUnit.Seconds, value=latency)
     for section, seconds in outcome.deferred.items():
-        logger.info("burst: the rebuild waits for the rest of it", extra={"section": section, "seconds": seconds})
+        logger.info("held: the rebuild waits (freshness)", extra={"section": section, "seconds": seconds})
+    for section, count in outcome.merged.items():
+        logger.info("held: waiting messages merged into fewer", extra={"section": section, "messages": count})
     for section, error in outcome.errors.items():
         logger.error("section rebuild failed", extra={"section": section, "error": error})
     for message_id, error in outcome.unreadable.items():

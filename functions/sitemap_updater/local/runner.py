@@ -130,7 +130,7 @@ class LocalRun:
             "SiteUrl": site_url,
             "IndexNowKey": indexnow_key,
             "CdnMaxAgeSeconds": "0",
-            "RebuildSettleSeconds": "0",
+            "FreshnessSeconds": "0",
             "RetiredFileGraceSeconds": "0",
             **(parameters or {}),
         }

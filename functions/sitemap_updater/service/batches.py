@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitemap_updater.core.formats import UnknownFormat
+from sitemap_updater.core.freshness import ready_at_us, section_hold
 from sitemap_updater.core.messages import (
     INDEX_GROUP,
     NOTIFY_GROUP,
     DirtyMark,
     check_message,
     is_wake_up,
+    merged_messages,
     read_rebuild_request,
 )
 from sitemap_updater.core.moments import to_micros
@@ -47,7 +49,8 @@ class BatchOutcome:
     unreadable: dict[str, str] = field(default_factory=dict)  # message ID -> why it could not be read
     dead_lettered: list[DeadLetter] = field(default_factory=list)
     unsent: dict[str, str] = field(default_factory=dict)  # message ID -> why its dead-letter send failed
-    deferred: dict[str, int] = field(default_factory=dict)  # section -> seconds it waits for the rest of a burst
+    deferred: dict[str, int] = field(default_factory=dict)  # section -> seconds its messages wait (given back)
+    merged: dict[str, int] = field(default_factory=dict)  # section -> messages whose pages were sent again as fewer
     parked: int = 0  # messages kept for the end of a running import or bootstrap (service/bootstrap.py)
 
     def response(self) -> dict[str, Any]:
@@ -90,13 +93,19 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
         marks = [mark for _, mark in items]
         message_ids = list(dict.fromkeys(message_id for message_id, _ in items))  # the section's, in batch order
         section_records = [by_id[message_id] for message_id in message_ids]
-        wait = settle_seconds(pipeline, section, marks, section_records)
-        if wait and _defer(pipeline, section_records, wait):
-            outcome.deferred[section] = wait
+        hold = hold_for(pipeline, section, marks)
+        wait = hold.seconds
+        if wait and _merge(pipeline, section, marks, section_records, hold):
+            outcome.merged[section] = len(section_records)  # their pages wait in fewer messages, sent again
+            continue
+        if wait and _first_receive(section_records) and _defer(pipeline, section_records, min(wait, MERGE_SECONDS)):
+            outcome.deferred[section] = min(wait, MERGE_SECONDS)
             outcome.failures += message_ids
             continue
         try:
             done = rebuild_section(pipeline, section, marks)
+            if hold.due_us and any(m.due_us == hold.due_us for m in marks):
+                pipeline.store.hold_due(section, 0)  # the merged request it was recorded for is rebuilt
             outcome.sections.append(done)
             pipeline.observe(done)
         except Exception as exc:
@@ -111,33 +120,80 @@ def rebuild_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> BatchOut
     return outcome
 
 
-# Lambda's event source gives a FIFO function at most ten messages a batch: a section with that many is not made
-# to wait (more would not fit in its next batch).
+# Lambda's event source gives a FIFO function at most ten messages a batch: a section with that many whose pages
+# cannot be merged into fewer messages is not made to wait (more would not fit in its next batch).
 MAX_FIFO_BATCH = 10
+# The longest a section's messages are given back to the queue at a time. Its FIFO group holds back every later
+# message meanwhile; when they come back with those and the section must still wait, their pages are merged into
+# as few messages as they fill and sent again (``_merge``), so a long hold is not cut short by ten messages.
+MERGE_SECONDS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """How long a section's rebuild waits (0: rebuild now), and when its oldest change here must be rebuilt."""
+
+    seconds: int
+    deadline_us: int = 0
+    began_us: int = 0  # when the section's latest rebuild began (0: never)
+    due_us: int = 0  # the due time of a merged request of the section, if after that
 
 
 def settle_seconds(pipeline: Pipeline, section: str, marks: list[DirtyMark], records: list[dict[str, Any]]) -> int:
-    """How long a section's rebuild should wait for the rest of a burst (0: rebuild now). It waits only on its
-    messages' first receive, when they name at least ``rebuild_settle_pages`` changed pages or come from an ingest
-    batch that recorded that many changes (a burst; a lone change is never delayed) and are fewer than a full
-    batch of messages, until its oldest change is ``rebuild_settle_seconds`` old, or ``rebuild_pace_seconds`` old
-    when longer and the section's latest rebuild began less than twice that long ago (a sustained rate)."""
+    return hold_for(pipeline, section, marks).seconds
+
+
+def hold_for(pipeline: Pipeline, section: str, marks: list[DirtyMark]) -> Hold:
+    """How long a section's rebuild should wait, by its freshness (``core/freshness.py``), when its messages
+    name changed pages. A section rebuilt less than its hold ago waits until that rebuild's start plus the hold;
+    a quiet one waits only for the rest of a burst (at least ``rebuild_settle_pages`` changed pages, or from an
+    ingest batch that recorded as many); a lone change in a quiet section is rebuilt at once. Never past the
+    oldest change's time plus the hold (for a page with a news item, the news hold), nor past the due time of a
+    merged request of the section that may wait behind these messages in its group."""
     settings = pipeline.settings
-    window = settings.rebuild_settle_seconds
-    if not window or len(records) >= MAX_FIFO_BATCH or any(receive_count(r) > 1 for r in records):
-        return 0
-    pages = {(m.url, m.key) for m in marks if m.url is not None and m.at_us is not None}
-    burst = max([len(pages), *(m.batch_changes for m in marks if m.at_us is not None)])
-    if not pages or burst < settings.rebuild_settle_pages:
-        return 0
+    changed = [m for m in marks if m.url is not None and m.at_us is not None]
+    hold = section_hold(settings.freshness_for(section), settings.cdn_max_age_seconds, any(m.news for m in changed))
+    if not changed or not hold:
+        return Hold(0)
+    pages = {(m.url, m.key) for m in changed}
+    burst = max([len(pages), *(m.batch_changes for m in changed)]) >= settings.rebuild_settle_pages
     now = to_micros(pipeline.clock())
-    if settings.rebuild_pace_seconds > window:
-        began = pipeline.store.rebuild_began_us(section)
-        if began and now - began < 2 * settings.rebuild_pace_seconds * 1_000_000:
-            window = settings.rebuild_pace_seconds
-    oldest = min(m.at_us for m in marks if m.at_us is not None)
-    left_us = oldest + window * 1_000_000 - now
-    return math.ceil(left_us / 1_000_000) if left_us > 0 else 0
+    began, due = pipeline.store.rebuild_times(section)
+    oldest = min(m.at_us for m in changed if m.at_us is not None)
+    ready = ready_at_us(oldest, now, began or None, hold, burst)
+    if due > began:  # a merge since the section's latest rebuild began: its request may be behind these
+        ready = min(ready, due)
+    left_us = ready - now
+    seconds = math.ceil(left_us / 1_000_000) if left_us > 0 else 0
+    return Hold(seconds, oldest + hold * 1_000_000, began, due if due > began else 0)
+
+
+def _first_receive(records: list[dict[str, Any]]) -> bool:
+    """Whether every message is on its first receive (a wait takes a receive: never more than one)."""
+    return len(records) < MAX_FIFO_BATCH and all(receive_count(r) <= 1 for r in records)
+
+
+def _merge(pipeline: Pipeline, section: str, marks: list[DirtyMark], records: list[dict[str, Any]], hold: Hold) -> bool:
+    """Send the pages of several waiting messages (or of one already given back once) again as fewer messages
+    (new ones: on their first receive), so that the originals can be deleted; False (defer or rebuild as before)
+    when they name anything but changed pages, when merging would not make them fewer, or if SQS refuses. The
+    new messages go to the end of the section's group, maybe behind later ones: their due time is recorded
+    first, and no request of the section is held past it."""
+    if len(records) == 1 and receive_count(records[0]) <= 1:
+        return False  # one fresh message: given back to the queue as it is
+    if any(m.url is None or m.at_us is None for m in marks):
+        return False  # a cleanup, news expiry or repair request: rebuilt when it comes
+    due_us = min(hold.due_us or hold.deadline_us, hold.deadline_us)
+    merged = merged_messages(section, marks, sorted(str(r["messageId"]) for r in records), due_us)
+    if len(merged) >= max(2, len(records)):
+        return False
+    try:
+        pipeline.store.hold_due(section, due_us)
+        for message in merged:
+            pipeline.rebuild_queue.send(*message)
+    except Exception:
+        return False  # the originals stay: rebuilt at once, or given back
+    return True
 
 
 def _defer(pipeline: Pipeline, records: list[dict[str, Any]], seconds: int) -> bool:

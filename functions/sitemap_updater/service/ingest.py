@@ -89,6 +89,8 @@ def ingest(body: str | bytes | dict[str, Any], pipeline: Pipeline, marks: MarkBa
     # decides what is published whatever the order events arrived in.
     state = state_from_event(event)
     batch = marks if marks is not None else MarkBatch(pipeline)
+    if event.news is not None:
+        batch.news(event.url)
     for _ in range(_ATTEMPTS):
         outcome, change = _apply(state, pipeline.store.get_page(event.url), pipeline, batch)
         if outcome is not None:

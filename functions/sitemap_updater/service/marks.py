@@ -53,6 +53,7 @@ class MarkBatch:
         self._pages: list[PageFields] = []
         self._asked: set[str] = set()  # URLs whose change may have been recorded under the outbox
         self._added: set[str] = set()
+        self._news: set[str] = set()  # URLs whose newest event carries a news item
         self.outbox = ""
 
     def outbox_for(self, url: str) -> str:
@@ -71,6 +72,10 @@ class MarkBatch:
         self._pages.append(page)
         self._added.add(page.url)
 
+    def news(self, url: str) -> None:
+        """Note that ``url``'s change is a page with a news item: its marks ask for the news freshness."""
+        self._news.add(url)
+
     def has(self, url: str) -> bool:
         """Whether a change of ``url`` is among the marks to send."""
         return url in self._added
@@ -79,7 +84,8 @@ class MarkBatch:
         """Send the marks (the changed section, and the one a page left), then close the outbox."""
         by_section: dict[str, list[PageMark]] = defaultdict(list)
         for page in self._pages:
-            by_section[page.section].append(PageMark(page.url, page.key, page.rank, page.change or None))
+            news = page.url in self._news
+            by_section[page.section].append(PageMark(page.url, page.key, page.rank, page.change or None, news))
             for left in page.moved_from:
                 by_section[left].append(PageMark(page.url, page.key, page.rank, None))
         now_us = to_micros(self._pipeline.clock())
@@ -93,6 +99,7 @@ class MarkBatch:
         self._pages.clear()
         self._asked.clear()
         self._added.clear()
+        self._news.clear()
 
 
 def requeue(pipeline: Pipeline, pages: Sequence[PageFields]) -> None:
