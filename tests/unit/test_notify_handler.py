@@ -1,6 +1,7 @@
 """The notify function as the operator sees it: which change records SQS gets back, the metrics the alarm and the
 dashboard read (``NotificationsRejected``; ``UrlsNotified`` with the dashboard only) and the log lines, for a search
-engine that accepts, is busy or refuses. The handler runs as Lambda runs it, on the in-memory stack of ``test_recovery``."""
+engine that accepts, is busy or refuses. The handler runs as Lambda runs it, on the in-memory stack of
+``test_recovery``."""
 
 from __future__ import annotations
 
