@@ -115,6 +115,17 @@ def fixed(
     return bill
 
 
+def idle_month(
+    queues: Mapping[str, str], alarms: int, dashboards: int, keys: int, idle_metrics: int = 0
+) -> dict[str, float]:
+    """The lines of a month of an idle stack that depend on what the template declares (``docs/operations.md``,
+    "What an idle stack costs", holds its table to these): the event sources' long polls, the alarm metrics, the
+    dashboards, the alarm topic's keys and the custom metrics published while nothing happens."""
+    polls = fixed(queues, 0, 0, 0, HOURS_PER_MONTH)["SQS"]
+    return {"polling": polls, "alarms": alarms * ALARM_MONTH, "dashboards": dashboards * DASHBOARD_MONTH,
+            "keys": keys * KMS_KEY_MONTH, "metrics": idle_metrics * METRIC_MONTH}  # fmt: skip
+
+
 def per_million(ops: Mapping[str, Any], events: int, batch: int, events_per_s: float) -> dict[str, float]:
     """The bill ``bench/incremental.py`` measured for a rate (``ops["usd_per_million"]``), in the lower-case keys
     ``bench/full_build.py`` renders; kept until it renders ``bench.report.section`` instead."""

@@ -56,6 +56,9 @@ def findings(data: dict[str, Any]) -> list[str]:
     shard = per_million(data, steady, "RebuildShardFunction")
     shard_s = _per_event(steady, "RebuildShardFunction", "billed_s") / max(puts[steady["label"]], 1e-9)
     fixed = fixed_part(data, steady)
+    resources = data.get("resources", {})
+    month = sum(cost.idle_month(data["polled"], resources.get("alarms", 0), resources.get("dashboards", 0),
+                                resources.get("keys", 0), len(data.get("metrics", []))).values())  # fmt: skip
     spread = next((s for s in data["scenarios"] if s.get("role") == "spread"), data["scenarios"][1])
     spread_puts = [n for name, n in spread["puts"].items() if name.endswith(".gz")]
     lines = [
@@ -71,8 +74,10 @@ def findings(data: dict[str, Any]) -> list[str]:
         "outbox is a put and a delete per ingest batch, and a page whose state names another batch's outbox reads "
         "it once (a GetItem). One `TransactWriteItems` of both would bill two units each (about 4.1 in all). "
         f"Notify adds ${notify_ddb:.2f} (one read and one write of a `sent#` item per URL).",
-        "- **Every rewritten file costs a PUT, a HEAD and a ranged GET** ($0.0058 per 1,000 files), and each "
-        "section rebuild one more PUT, of the object holding the snapshots of all the files it rendered: files "
+        "- **Every rewritten file costs a PUT and a ranged GET of its snapshot** ($0.0054 per 1,000 files: the PUT "
+        "is `If-Match` the ETag the file's record kept from the last put, so no HEAD comes first unless another put "
+        "came between), and each section rebuild one more PUT, of the object holding the snapshots of all the "
+        "files it rendered: files "
         "rewritten per event were "
         + ", ".join(f"{v:.2f} at {k}" for k, v in puts.items())
         + f". At one event per second the rebuild function also bills {shard_s:.2f} s of 1 GB per rewritten file "
@@ -93,10 +98,11 @@ def findings(data: dict[str, Any]) -> list[str]:
         "quiet section is rebuilt at once. Nothing is billed while a request waits, and its group holds the "
         "later ones behind it; requests that come back still early are merged into fewer, so a long hold is not "
         "cut short by the ten messages of a batch. How the cost falls as the setting grows: the price list above.",
-        f"- **Fixed costs weigh at low rates**: at one event per second the custom metrics, alarms and dashboard "
-        f"are ${fixed['CloudWatch']:.2f} per million events and the event sources' idle polls ${fixed['SQS']:.2f} "
-        "(about $7 a month whatever the traffic; CloudWatch's free tier of 10 metrics, 10 alarms and 3 "
-        "dashboards would cover the first).",
+        f"- **Fixed costs weigh at low rates**: at one event per second the alarms, the alarm topic's key and the "
+        f"custom metrics the alarms read are ${fixed['CloudWatch']:.2f} per million events and the event sources' "
+        f"idle polls ${fixed['SQS']:.2f} (${month:.2f} a month on a stack busy all day, whatever its rate; an idle "
+        "stack costs $4.68 a month, line by line in `docs/operations.md`). The dashboard ($3 a month) and the "
+        "custom metrics only it shows ($0.30 a metric-month each) come with `CreateDashboard`.",
         "",
         "What would still bring each scenario down (per million events, from the counts above):",
         "",
@@ -164,7 +170,7 @@ def findings(data: dict[str, Any]) -> list[str]:
         + (f"; {' and '.join(over)} would not." if over else ".")
         + f" At one event per second and 60 s the floor is the rewrites: spread over {files:,} files, a coalescing "
         f"window of {window} s per section leaves {touched:.2f} files rewritten per event, and each rewrite is at "
-        f"least a PUT and a HEAD: ${floor:.2f} per million, plus ingest after 1-5 (${ingest_after:.2f}), the fixed "
+        f"least a PUT and a ranged GET: ${floor:.2f} per million, plus ingest after 1-5 (${ingest_after:.2f}), the fixed "
         f"costs (${fixed_total:.2f}) and the rebuild's Lambda time (about "
         f"${shard['Lambda'] / max(puts[steady['label']], 1e-9):.2f} per million rewrites today). A longer "
         "freshness setting is what lowers it: the price list above.",

@@ -26,6 +26,7 @@ _ENV = {
     "sections": "SECTIONS",
     "max_files_per_index": "MAX_FILES_PER_INDEX",
     "text_sitemaps": "TEXT_SITEMAPS",
+    "dashboard_metrics": "DASHBOARD_METRICS",
     "feed_entries": "FEED_ENTRIES",
     "feed_max_age_seconds": "FEED_MAX_AGE_SECONDS",
     "manifest_table": "MANIFEST_TABLE",
@@ -92,6 +93,8 @@ class Settings(BaseModel):
     max_files_per_index: Annotated[int, Field(ge=1, le=MAX_FILES_PER_INDEX)] = MAX_FILES_PER_INDEX
     # A text sitemap (the same URLs, one a line) beside each sitemap file: sitemap-<section>-<start>.txt.
     text_sitemaps: bool = False
+    # The custom metrics only the dashboard shows (CreateDashboard): each costs $0.30 a metric-month while published.
+    dashboard_metrics: bool = False
     # The recent-changes Atom feed (sitemap-changes.atom): how many pages it lists (0: no feed), and how long the
     # CDN and crawlers may keep it.
     feed_entries: Annotated[int, Field(ge=0, le=1000)] = 0

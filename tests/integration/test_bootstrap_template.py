@@ -60,7 +60,12 @@ def test_the_endings_no_catch_sees_are_checked_often_and_the_alarms_bound_the_lo
         assert alarm["Statistic"] == "Maximum" and alarm["ComparisonOperator"] == "GreaterThanThreshold"
         assert longest <= alarm["Threshold"] == bootstrap_release.HELD_ALARM_S <= longest + 3600
         assert alarm["Period"] >= 2 * bootstrap_release.CHECK_EVERY_S  # a late check leaves no period empty
-    assert resources["ImportHeldTooLongAlarm"]["Properties"]["TreatMissingData"] == "breaching"  # a dead check
+    # Reported only above 0 (an idle stack publishes no metric): no data is nothing held or parked, and a check
+    # that fails is an error of the worker, which FunctionErrorsAlarm watches
+    watched = ("ImportHeldTooLongAlarm", "ParkedRebuildTooOldAlarm")
+    assert {resources[n]["Properties"]["TreatMissingData"] for n in watched} == {"notBreaching"}
+    errors = resources["FunctionErrorsAlarm"]["Properties"]["Metrics"]
+    assert any("BootstrapFunction" in json.dumps(m) for m in errors)
 
 
 def test_the_worker_may_describe_only_this_stack_s_bootstrap_executions() -> None:

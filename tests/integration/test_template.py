@@ -97,7 +97,8 @@ def test_the_dashboard_shows_only_metrics_the_functions_emit() -> None:
     }
     # Then each of our metrics on it is one a handler publishes (a renamed metric would leave a blank graph)
     handlers = "".join(p.read_text() for p in (ROOT / "functions/sitemap_updater/handlers").glob("*.py"))
-    emitted = set(re.findall(r'name="(\w+)"', handlers)) | {f"Events{o.title()}" for o in ("accepted", "stale", "noop")}
+    emitted = set(re.findall(r'(?:name=|dashboard_count\(metrics, )"(\w+)"', handlers))
+    emitted |= {f"Events{o.title()}" for o in ("accepted", "stale", "noop")}
     emitted |= {f"Webhooks{o}" for o in ("Accepted", "Failed", "Refused")}  # the webhook handler's outcomes
     assert shown and shown <= emitted, shown - emitted
     alarm = transformed()["Resources"]["PublishLatencyAlarm"]["Properties"]

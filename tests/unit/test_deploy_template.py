@@ -281,6 +281,19 @@ def test_the_alarm_topic_is_the_stacks_encrypted_one_with_the_email_or_the_one_g
     assert given.outputs["AlarmNotificationTopicArn"] == TOPIC
 
 
+# --- What an idle stack pays for --------------------------------------------------------------------------------
+def test_the_dashboard_and_the_metrics_only_it_shows_come_with_create_dashboard_alone() -> None:
+    # The dashboard ($3 a month) and the custom metrics only it reads ($0.30 a metric-month each) are opt-in
+    def dashboards(each: Stack) -> tuple[int, set[str]]:
+        functions = each.of_type("AWS::Lambda::Function").values()
+        return len(each.of_type("AWS::CloudWatch::Dashboard")), {
+            f["Environment"]["Variables"]["DASHBOARD_METRICS"] for f in functions
+        }
+
+    assert dashboards(stack({"SiteUrl": "https://www.example.com"})) == (0, {"false"})
+    assert dashboards(stack({"SiteUrl": "https://www.example.com", "CreateDashboard": "true"})) == (1, {"true"})
+
+
 # --- What a user decides, and what `sam deploy --guided` asks -------------------------------------------------
 def test_the_parameters_are_grouped_and_labelled_in_the_order_guided_deploy_asks_them() -> None:
     template = source()
@@ -382,6 +395,45 @@ def test_the_idle_cost_counts_the_alarm_metrics_each_deployment_is_billed_for() 
     webhook_row = next(line for line in rows.splitlines() if line.startswith("| with `WebhookSecretArn`: the endpoint"))
     assert f": {defaults} alarm metrics |" in alarm_row and f"${defaults * 0.10:.2f} |" in alarm_row
     assert f": {endpoint} alarm metrics;" in webhook_row and f"+ ${endpoint * 0.10:.2f} |" in webhook_row
+
+
+def _amount(cell: str) -> float:
+    """A cost cell of docs/operations.md's table as an upper bound: "$1.25", "< $0.01", "$0", "**about $4.48**"."""
+    return float(re.findall(r"\$([\d.]+)", cell)[0])
+
+
+def test_an_idle_stack_with_the_defaults_costs_what_its_table_says_and_at_most_5_dollars_a_month() -> None:
+    from bench import cost
+
+    # Given the default deployment: the queues its functions poll, its alarms, dashboards and keys
+    defaults = stack({"SiteUrl": "https://www.example.com"})
+    template = source()["Resources"]
+    polled = {
+        event["Properties"]["Queue"]["Fn::GetAtt"][0]
+        for spec in template.values()
+        if spec["Type"] == "AWS::Serverless::Function" and "Condition" not in spec
+        for event in spec["Properties"].get("Events", {}).values()
+        if event["Type"] == "SQS"
+    }
+    queues = {q: "fifo" if template[q]["Properties"].get("FifoQueue") else "standard" for q in polled}
+    computed = cost.idle_month(
+        queues,
+        _billed_alarm_metrics(defaults),
+        len(defaults.of_type("AWS::CloudWatch::Dashboard")),
+        len(defaults.of_type("AWS::KMS::Key")),
+    )
+    # Then each line bench/cost.py computes is the one docs/operations.md shows
+    section = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split("## What an idle stack costs", 1)[1]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| ")][1:]  # after the head
+    shown = {row[0].removeprefix("| ").removesuffix(" *"): _amount(row[-1]) for row in rows}
+    for line, key in [("SQS: the functions' idle polling", "polling"), ("CloudWatch alarms", "alarms"),
+                      ("CloudWatch dashboard", "dashboards"), ("KMS: the alarm topic's key", "keys"),
+                      ("CloudWatch custom metrics", "metrics")]:  # fmt: skip
+        assert shown[line] == round(computed[key], 2), line
+    # And the total is its lines added up (each "< $x" as $x), at most $5 a month
+    lines = list(shown.values())[: list(shown).index("**total**")]
+    assert round(sum(lines), 2) == shown["**total**"] <= 5.00
+    assert len(queues) == 4 and computed["dashboards"] == computed["metrics"] == 0
 
 
 def test_every_alarm_says_in_the_operations_guide_what_it_means_and_what_to_do() -> None:

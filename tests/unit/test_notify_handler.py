@@ -1,6 +1,7 @@
-"""The notify function as the operator sees it: which change records SQS gets back, the metrics the alarms read
-(``UrlsNotified``, ``NotificationsRejected``) and the log lines, for a search engine that accepts, is busy or
-refuses. The handler runs as Lambda runs it, on the in-memory stack of ``test_recovery``."""
+"""The notify function as the operator sees it: which change records SQS gets back, the metrics the alarm and the
+dashboard read (``NotificationsRejected``; ``UrlsNotified`` with the dashboard only) and the log lines, for a search
+engine that accepts, is busy or refuses. The handler runs as Lambda runs it, on the in-memory stack of
+``test_recovery``."""
 
 from __future__ import annotations
 
@@ -45,8 +46,12 @@ def logs() -> Iterator[io.StringIO]:
     use_pipeline(None)
 
 
-def _run(engine: Engine, records: list[dict[str, Any]], stack: Stack | None = None) -> dict[str, Any]:
-    pipeline = replace_settings(stack or Stack(), indexnow_key="0123456789abcdef", indexnow_window_seconds=300)
+def _run(
+    engine: Engine, records: list[dict[str, Any]], stack: Stack | None = None, dashboard: bool = False
+) -> dict[str, Any]:
+    pipeline = replace_settings(
+        stack or Stack(), indexnow_key="0123456789abcdef", indexnow_window_seconds=300, dashboard_metrics=dashboard
+    )
     use_pipeline(pipeline, Notifiers(engine, None, sleep=lambda _s: None, monotonic=lambda: 0.0))
     answer: dict[str, Any] = notify.handler({"Records": records}, _Context())
     return answer
@@ -89,12 +94,15 @@ def _logged(sink: io.StringIO) -> list[dict[str, Any]]:
     return [json.loads(line) for line in sink.getvalue().splitlines() if line.startswith("{")]
 
 
+@pytest.mark.parametrize("dashboard", [False, True])
 def test_urls_accepted_are_counted_and_logged_and_no_record_comes_back(
-    logs: io.StringIO, capsys: pytest.CaptureFixture[str]
+    logs: io.StringIO, capsys: pytest.CaptureFixture[str], dashboard: bool
 ) -> None:
-    answer = _run(Engine(200), [record("a", 1, _change(f"{BASE}/blog/a", f"{BASE}/blog/b")), record("b", 1, _change())])
+    changes = [record("a", 1, _change(f"{BASE}/blog/a", f"{BASE}/blog/b")), record("b", 1, _change())]
+    answer = _run(Engine(200), changes, dashboard=dashboard)
     assert answer == {"batchItemFailures": []}
-    assert _metrics(capsys.readouterr().out)["UrlsNotified"] == 2
+    # A custom metric ($0.30 a month) only for the dashboard that shows it; the log line counts them either way
+    assert _metrics(capsys.readouterr().out).get("UrlsNotified") == (2 if dashboard else None)
     [sent] = [entry for entry in _logged(logs) if entry["message"] == "notified"]
     assert (sent["status"], sent["urls"]) == (200, 2) and sent["endpoint"].startswith("https://")
     assert not [e for e in _logged(logs) if e["message"].startswith(("held", "notification", "search engine"))]

@@ -131,6 +131,7 @@ def file_item(published: PublishedFile) -> dict[str, Any]:
         "snapshot": _s(published.snapshot.encode()),
         **({"pending": _s(published.pending.encode())} if published.pending is not None else {}),
         **({"shown": {"L": [_s(ref.encode()) for ref in published.shown]}} if published.shown else {}),
+        **({"etag": _s(published.etag)} if published.etag else {}),
     }
 
 
@@ -156,4 +157,5 @@ def _file_from_item(item: dict[str, Any]) -> PublishedFile:
         snapshot=SnapshotRef.decode(item["snapshot"]["S"]),
         pending=PendingPut.decode(item["pending"]["S"]) if "pending" in item else None,
         shown=tuple(SnapshotRef.decode(ref["S"]) for ref in item.get("shown", {}).get("L", [])),
+        etag=item.get("etag", {}).get("S", ""),
     )

@@ -66,14 +66,32 @@ class SitemapBucket:
 
         Returns True when written, False when a newer (or the same) state was already published.
         """
+        return self._publish(name, data, seq, unless_same, max_age) is not None
+
+    def publish_over(self, name: str, data: bytes, seq: int, etag: str) -> str | None:
+        """``publish``, first as one put ``If-Match`` the ETag the object's last put answered (``etag``, which its
+        record keeps): an object with that ETag is the one that put wrote, so with no HEAD first. When the object
+        is another (412), being written (409) or gone (404), the compare-and-swap reads it as ``publish`` does.
+
+        Returns the ETag of the bytes written, or None when a newer state was already published."""
+        if etag:
+            written = self._put(name, data, seq, {"IfMatch": etag})
+            if written is not None:
+                return written
+        return self._publish(name, data, seq)
+
+    def _publish(
+        self, name: str, data: bytes, seq: int, unless_same: bool = False, max_age: int | None = None
+    ) -> str | None:
         same = f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"' if unless_same else None
         for _ in range(_MAX_ATTEMPTS):
             current = self._current(name)
             if current is not None and (current[1] >= seq or current[0] == same):
-                return False
+                return None
             condition = {"IfNoneMatch": "*"} if current is None else {"IfMatch": current[0]}
-            if self._put(name, data, seq, condition, max_age):
-                return True
+            written = self._put(name, data, seq, condition, max_age)
+            if written is not None:
+                return written
             # someone wrote in between: look again
         raise StalePublish(f"{name}: the object kept changing during {_MAX_ATTEMPTS} attempts to publish it")
 
@@ -90,15 +108,17 @@ class SitemapBucket:
         Once this process has seen the object there, it does not ask again."""
         if name in self._present:
             return False
-        written = self._put(name, data, 0, {"IfNoneMatch": "*"})  # False: it exists, or a write of it is in flight
+        written = self._put(name, data, 0, {"IfNoneMatch": "*"})  # None: it exists, or a write of it is in flight
         self._present.add(name)
-        return written
+        return written is not None
 
-    def _put(self, name: str, data: bytes, seq: int, condition: dict[str, str], max_age: int | None = None) -> bool:
-        """One conditional put; False when its condition failed (412), a conflicting write was in flight (409) or,
-        for an ``If-Match`` put, the object was deleted since it was read (S3 answers 404 NoSuchKey)."""
+    def _put(
+        self, name: str, data: bytes, seq: int, condition: dict[str, str], max_age: int | None = None
+    ) -> str | None:
+        """One conditional put; its ETag, or None when its condition failed (412), a conflicting write was in flight
+        (409) or, for an ``If-Match`` put, the object was deleted since it was read (S3 answers 404 NoSuchKey)."""
         try:
-            self._client.put_object(
+            answer = self._client.put_object(
                 Bucket=self.bucket,
                 Key=name,
                 Body=data,
@@ -112,9 +132,9 @@ class SitemapBucket:
             if code in ("PreconditionFailed", "ConditionalRequestConflict") or (
                 code == "NoSuchKey" and "IfMatch" in condition
             ):
-                return False
+                return None
             raise
-        return True
+        return str(answer["ETag"])
 
     def read_snapshot(self, at: SnapshotRef) -> bytes | None:
         """The snapshot block ``at`` names (one ranged GET); None when there is none (a block whose object was

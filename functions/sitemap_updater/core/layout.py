@@ -121,6 +121,9 @@ class PublishedFile:
     # rebuild writes once its change record is sent has neither.
     pending: PendingPut | None = None
     shown: tuple[SnapshotRef, ...] = ()
+    # The ETag S3 answered the put of its bytes with ("": not known, as in a record written before 1.1): the next
+    # put under the name is tried If-Match it, without a HEAD first.
+    etag: str = ""
 
     def snapshot_keys(self) -> set[str]:
         """The objects of snapshots this record names."""

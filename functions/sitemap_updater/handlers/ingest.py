@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import partial
 from typing import Any
 
@@ -11,6 +12,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sitemap_updater.handlers.counts import dashboard_count
 from sitemap_updater.service.ingest import DeadLettered, Rejected, event_urls, ingest_message
 from sitemap_updater.service.marks import MarkBatch
 from sitemap_updater.wiring.pipeline import current_pipeline
@@ -20,22 +22,28 @@ metrics = Metrics()
 processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel)
 
 
-def record_handler(record: SqsRecordModel, marks: MarkBatch | None = None) -> None:
+def record_handler(
+    record: SqsRecordModel, marks: MarkBatch | None = None, outcomes: Counter[str] | None = None
+) -> None:
+    outcomes = Counter() if outcomes is None else outcomes
     receives = int(record.attributes.ApproximateReceiveCount or 1)
     result = ingest_message(str(record.body), record.messageId, current_pipeline(), receives, marks)
     if isinstance(result, DeadLettered):
         logger.error("event failed on every receive", extra={"reason": result.reason, "message_id": record.messageId})
         metrics.add_metric(name="EventsDeadLettered", unit=MetricUnit.Count, value=1)
+        outcomes["dead_lettered"] += 1
         return
     if isinstance(result, Rejected):
         logger.warning("event rejected", extra={"reason": result.reason, "message_id": record.messageId})
-        metrics.add_metric(name="EventsRejected", unit=MetricUnit.Count, value=1)
+        dashboard_count(metrics, "EventsRejected", 1)
+        outcomes["rejected"] += 1
         return
     for warning in result.warnings:
         logger.warning("event canonicalised", extra={"url": result.url, "warning": warning})
     if result.unknown_fields:
         logger.info("unknown fields ignored", extra={"url": result.url, "fields": list(result.unknown_fields)})
-    metrics.add_metric(name=f"Events{result.outcome.value.title()}", unit=MetricUnit.Count, value=1)
+    dashboard_count(metrics, f"Events{result.outcome.value.title()}", 1)
+    outcomes[result.outcome.value] += 1
 
 
 @logger.inject_lambda_context
@@ -46,8 +54,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     pipeline = current_pipeline()
     bodies = [str(record.get("body", "")) for record in event.get("Records", [])]
     marks = MarkBatch(pipeline, partial(event_urls, pipeline, bodies))
+    outcomes: Counter[str] = Counter()
     response = process_partial_response(
-        event=event, record_handler=partial(record_handler, marks=marks), processor=processor, context=context
+        event=event,
+        record_handler=partial(record_handler, marks=marks, outcomes=outcomes),
+        processor=processor,
+        context=context,
     )
     marks.flush()
+    logger.info("batch ingested", extra={"events": len(bodies), **outcomes})
     return dict(response)

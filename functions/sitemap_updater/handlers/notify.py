@@ -8,6 +8,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sitemap_updater.handlers.counts import dashboard_count
 from sitemap_updater.handlers.dead_letters import report_dead_letters
 from sitemap_updater.service.batches import notify_batch
 from sitemap_updater.service.notify import search_console_hint
@@ -31,7 +32,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             logger.info("held until the quiet window ends", extra={"urls": len(done.held)})
         for sent in done.sent:
             logger.info("notified", extra={"endpoint": sent.endpoint, "status": sent.status, "urls": len(sent.urls)})
-            metrics.add_metric(name="UrlsNotified", unit=MetricUnit.Count, value=len(sent.urls))
+            dashboard_count(metrics, "UrlsNotified", len(sent.urls))
         for refused in done.rejected:
             hint = search_console_hint(refused.status or 0) if "googleapis" in refused.endpoint else ""
             logger.error(

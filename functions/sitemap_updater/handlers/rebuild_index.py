@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sitemap_updater.handlers.counts import dashboard_count
 from sitemap_updater.handlers.dead_letters import report_dead_letters
 from sitemap_updater.service.batches import index_batch
 from sitemap_updater.wiring.pipeline import current_pipeline
@@ -25,6 +25,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.error("index rebuild failed; its requests will be retried", extra={"error": done})
     else:
         logger.info("index rebuilt", extra={"written": done.written, "files": done.files, "unnamed": done.unnamed})
-        metrics.add_metric(name="IndexWritten", unit=MetricUnit.Count, value=int(done.written))
+        dashboard_count(metrics, "IndexWritten", int(done.written))
     report_dead_letters(logger, metrics, settled.dead_lettered, settled.unsent)
     return {"batchItemFailures": [{"itemIdentifier": m} for m in settled.failures]}

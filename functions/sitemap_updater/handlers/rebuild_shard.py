@@ -8,6 +8,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sitemap_updater.handlers.counts import dashboard_count
 from sitemap_updater.handlers.dead_letters import report_dead_letters
 from sitemap_updater.service.batches import rebuild_batch
 from sitemap_updater.wiring.pipeline import current_pipeline
@@ -25,9 +26,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     for done in outcome.sections:
         logger.info(
             "section rebuilt",
-            extra={"section": done.section, "put": done.put, "retired": done.retired, "read": done.entries_read},
-        )
-        metrics.add_metric(name="FilesWritten", unit=MetricUnit.Count, value=len(done.put))
+            extra={"section": done.section, "put": done.put, "files_written": len(done.put), "retired": done.retired,
+                   "read": done.entries_read},
+        )  # fmt: skip
+        dashboard_count(metrics, "FilesWritten", len(done.put))
         for latency in done.latencies_s:  # event recorded -> its file published; the p99 is alarmed
             metrics.add_metric(name="PublishLatency", unit=MetricUnit.Seconds, value=latency)
     for section, seconds in outcome.deferred.items():

@@ -149,6 +149,7 @@ def _publish(
         published_us=published_us,
         prev_lastmod_us=prev_lastmod_us,
         snapshot=snapshot,
+        etag=old.etag if not put and old is not None else "",  # the same bytes
     )
     if put:
         # Record the intent first: a crash after the put leaves neither an orphan nor a record whose digest no
@@ -157,6 +158,10 @@ def _publish(
         # freshness can change bytes at one sequence.
         put_seq = version * _RENDER_SCALE + as_of
         intent = PendingPut(snapshot, put_seq)
+        # The ETag of the bytes a settled record names is what the name holds unless a later rebuild put others
+        # (then the put's If-Match fails and the compare-and-swap reads the object): no HEAD before the put. An
+        # unsettled record's may be another attempt's, whose version a HEAD must read.
+        known = holder.etag if holder is not None and not holder.unsettled else ""
         if holder is None:
             holders[name] = replace(record, state="writing", pending=intent)
             store.put_file(holders[name])
@@ -164,7 +169,7 @@ def _publish(
             shown = confirmed_puts(bucket, holder)
             store.mark_unsettled(holder, intent, shown)
             holders[name] = replace(holder, unsettled=True, pending=intent, shown=shown)
-        bucket.publish(name, rendered.data, put_seq)
+        record = replace(record, etag=bucket.publish_over(name, rendered.data, put_seq, known) or "")
         if pipeline.settings.text_sitemaps:  # written only when its URLs changed, not for a lastmod alone
             bucket.publish(text_twin(name), render_text(e.url for e in entries), put_seq, True)
     return record, put
