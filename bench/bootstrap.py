@@ -275,8 +275,9 @@ def section(data: dict[str, Any]) -> list[str]:
         "",
         f"Projected on AWS (list prices as `bench/cost.py`; {LOAD_CONCURRENCY} chunk and {RENDER_CONCURRENCY} range "
         "workers at once as the template sets, "
-        f"{THREADS} writes in flight a chunk worker at {WRITE_LATENCY_S * 1000:.0f} ms each, and the on-demand "
-        f"table's default limit of {DDB_WRITE_LIMIT:,} write units a second):",
+        f"{THREADS} writes in flight a chunk worker at {WRITE_LATENCY_S * 1000:.0f} ms each, and DynamoDB's limits "
+        f"for a new on-demand table with the default settings: {DDB_NEW_TABLE:,} write units a second, doubling "
+        f"every 30 minutes up to {DDB_WRITE_LIMIT:,}, and {DDB_KEY_LIMIT:,} on each section's one key):",
         "",
         "| pages | DynamoDB | S3 | Lambda | Step Functions | SQS | total (USD) | load (h) | render (h, after a "
         "150 s wait) |",
@@ -292,16 +293,9 @@ def section(data: dict[str, Any]) -> list[str]:
         "",
         "DynamoDB is the cost and the limit: every page is two writes, each conditional on a rank "
         "so that a live event or a newer line of another chunk is never overwritten. "
-        + (
-            f"At 1B pages the load is bound by the table's write rate ({big['load_h']:,.1f} h at "
-            f"{DDB_WRITE_LIMIT:,} units a second); AWS raises the limit on request, and the template's concurrency "
-            "is the knob that matches it."
-            if big["load_rate_bound"]
-            else "The chunk map's concurrency is set just under the table's limit of "
-            f"{DDB_WRITE_LIMIT:,} write units a second, so the workers' round trips ({big['load_h']:,.1f} h at 1B "
-            "pages) and that limit are about equal; "
-            "AWS raises the limit on request, and the template's concurrency is raised with it."
-        )
+        + f"At 1B pages the load takes {big['load_h']:,.1f} h, bound by {BOUNDS[int(big['bound'])]} (the table "
+        "below: a new table, each section's entries under one key); AWS raises the table's quota on request, and "
+        "the template's concurrency is raised with it."
         + " DynamoDB's import from S3 would cost about $0.15 a GB instead, but only into a new table, from an "
         "export already reduced to one line per URL, and with no live events during it (see docs/architecture.md).",
         *limits_section(data),

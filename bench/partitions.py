@@ -140,16 +140,15 @@ def section(data: dict[str, Any]) -> list[str]:
         "writes about one unit under its section's key (its entry), so with one key a section takes about "
         "1,000 changes a second; its rebuilds' reads of whole files are the other load on the key. With 16 keys "
         "each holds a sixteenth of the section, and the table's own limit (which grows with use, or "
-        "`ManifestWarmWriteUnits`) comes first. What filled the table's busiest second:",
+        "`ManifestWarmWriteUnits`) comes first. What filled the table's busiest second of writes:",
         "",
     ]
     for spread, rows in data["runs"].items():
         for row in rows:
             if "table_fullest" not in row:
                 continue
-            (wp, wf, wu), (rp, rf, ru) = row["table_fullest"]["write"], row["table_fullest"]["read"]
-            lines.append(f"- {spread}, {row['label']}: writes mostly `{wp}#` items of {wf} ({wu:,.0f} units), "
-                         f"reads mostly `{rp}#` items of {rf} ({ru:,.0f} units).")  # fmt: skip
+            wp, wf, wu = row["table_fullest"]["write"]
+            lines.append(f"- {spread}, {row['label']}: `{wp}#` items written by {wf}, {wu:,.0f} write units.")
     lines += [
         "",
         f"Measured at {data['pages']:,} pages: a section's files, which its rebuilds read, grow with the site, so "
