@@ -170,8 +170,8 @@ def findings(data: dict[str, Any]) -> list[str]:
         + (f"; {' and '.join(over)} would not." if over else ".")
         + f" At one event per second and 60 s the floor is the rewrites: spread over {files:,} files, a coalescing "
         f"window of {window} s per section leaves {touched:.2f} files rewritten per event, and each rewrite is at "
-        f"least a PUT and a ranged GET: ${floor:.2f} per million, plus ingest after 1-5 (${ingest_after:.2f}), the fixed "
-        f"costs (${fixed_total:.2f}) and the rebuild's Lambda time (about "
+        f"least a PUT and a ranged GET: ${floor:.2f} per million, plus ingest after 1-5 (${ingest_after:.2f}), the "
+        f"fixed costs (${fixed_total:.2f}) and the rebuild's Lambda time (about "
         f"${shard['Lambda'] / max(puts[steady['label']], 1e-9):.2f} per million rewrites today). A longer "
         "freshness setting is what lowers it: the price list above.",
     ]
