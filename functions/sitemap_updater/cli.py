@@ -192,8 +192,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_shown,
         default=100,
         metavar="N",
-        help="print the first N rejected lines (default 100; all for every one); past N, how many were rejected "
-        "for each reason",
+        help="print the first N rejected lines and the first N warnings (default 100; all for every one); past N, "
+        "how many there were of each reason",
     )
     loc = commands.add_parser(
         "local",

@@ -26,7 +26,7 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME, Limits
 from sitemap_updater.core.terminal import shown
 from sitemap_updater.core.urls import foreign_host, parse_sections
-from sitemap_updater.service.build import BuildRefused, BuildResult, Rejection, build
+from sitemap_updater.service.build import BuildRefused, BuildResult, build
 from sitemap_updater.service.scratch import scratch_folder, sweep
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -191,7 +191,8 @@ def _summary(result: BuildResult, out: Path, seconds: float) -> str:
     texts = sum(name.endswith(".txt") for name in result.files)
     files = f"{len(result.files) - texts:,} sitemap files" + (f" (and {texts:,} text sitemaps)" if texts else "")
     lines = [
-        f"{result.lines:,} lines read: {result.accepted:,} events accepted, {len(result.rejections):,} rejected",
+        f"{result.lines:,} lines read: {result.accepted:,} events accepted, {len(result.rejections):,} rejected"
+        + (f", {blank:,} blank" if (blank := result.lines - result.accepted - len(result.rejections)) > 0 else ""),
         f"{files} + {_indexes_text(result.indexes)} in {out}: {result.urls:,} URLs, "
         f"{result.gzip_bytes:,} bytes written ({result.xml_bytes:,} bytes of XML) in {seconds:.1f} s",
     ]
@@ -204,25 +205,10 @@ _SPECIFIC = re.compile(r"'[^']*'|\"[^\"]*\"|\d[\d,.]*")  # the values in a reaso
 
 
 def _report_lines(name: str, result: BuildResult, args: argparse.Namespace) -> None:
-    """The rejected lines (the first ``--show-rejected``), then, when some were not shown, how many of each kind
-    there were; a hint when most events are on one other host than --site's; the warnings."""
+    """The rejected lines, then the warnings (the first ``--show-rejected`` of each; when some were not shown, how
+    many of each kind there were); a hint when most events are on one other host than --site's."""
     limit: int | None = args.show_rejected
-    rejections = result.rejections if limit is None else result.rejections[:limit]
-    for rejection in rejections:
-        print(shown(f"{name}:{rejection.line}: rejected: {rejection.reason}"), file=sys.stderr)
-    hidden = len(result.rejections) - len(rejections)
-    if hidden:
-        print(
-            shown(f"{name}: {hidden:,} more rejected lines not shown (--show-rejected all shows each)"), file=sys.stderr
-        )
-        kinds: dict[str, tuple[Rejection, list[int]]] = {}
-        for rejection in result.rejections:
-            kinds.setdefault(_SPECIFIC.sub("…", rejection.reason), (rejection, []))[1].append(rejection.line)
-        print(shown(f"{name}: rejected lines by reason:"), file=sys.stderr)
-        for first, lines in sorted(kinds.values(), key=lambda kind: (-len(kind[1]), kind[0].line))[:_KINDS_SHOWN]:
-            print(shown(f"  {len(lines):>9,} like line {first.line}: {first.reason}"), file=sys.stderr)
-        if len(kinds) > _KINDS_SHOWN:
-            print(f"  and {len(kinds) - _KINDS_SHOWN:,} other reasons", file=sys.stderr)
+    _listed(name, "rejected", [(r.line, r.reason) for r in result.rejections], limit)
     hosts = Counter(host for r in result.rejections if (host := foreign_host(r.reason)) is not None)
     events = result.accepted + len(result.rejections)
     if hosts:
@@ -234,8 +220,28 @@ def _report_lines(name: str, result: BuildResult, args: argparse.Namespace) -> N
                 file=sys.stderr,
             )
     if not args.quiet:
-        for line, text in result.warnings:
-            print(shown(f"{name}:{line}: warning: {text}"), file=sys.stderr)
+        _listed(name, "warning", result.warnings, limit)
+
+
+def _listed(name: str, label: str, found: list[tuple[int, str]], limit: int | None) -> None:
+    """Lines of one label (``rejected``, ``warning``), the first ``limit`` of them (None: all), then, when some
+    were not shown, how many of each kind there were (a kind: the text without its quoted values and numbers)."""
+    first = found if limit is None else found[:limit]
+    for line, text in first:
+        print(shown(f"{name}:{line}: {label}: {text}"), file=sys.stderr)
+    hidden = len(found) - len(first)
+    if not hidden:
+        return
+    plural = "rejected lines" if label == "rejected" else "warnings"
+    print(shown(f"{name}: {hidden:,} more {plural} not shown (--show-rejected all shows each)"), file=sys.stderr)
+    kinds: dict[str, tuple[tuple[int, str], list[int]]] = {}
+    for line, text in found:
+        kinds.setdefault(_SPECIFIC.sub("…", text), ((line, text), []))[1].append(line)
+    print(shown(f"{name}: {plural} by reason:"), file=sys.stderr)
+    for (at, text), lines in sorted(kinds.values(), key=lambda kind: (-len(kind[1]), kind[0][0]))[:_KINDS_SHOWN]:
+        print(shown(f"  {len(lines):>9,} like line {at}: {text}"), file=sys.stderr)
+    if len(kinds) > _KINDS_SHOWN:
+        print(f"  and {len(kinds) - _KINDS_SHOWN:,} other reasons", file=sys.stderr)
 
 
 _KINDS_SHOWN = 20

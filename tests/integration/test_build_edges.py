@@ -180,6 +180,30 @@ def test_an_export_on_another_host_is_summed_up_with_a_hint(tmp_path: Path, caps
     assert "hint: 300 of 300 events are on www.example.com: did you mean --site https://www.example.com?" in err
 
 
+def test_warnings_are_capped_and_counted_like_rejections_and_blank_lines_are_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given 250 pages whose URLs carry a session ID (each accepted with a warning), and 3 blank lines
+    pages = [event(f"{BASE}/blog/p{i}?sessionid=s{i}") for i in range(250)]
+    export = tmp_path / "e.jsonl"
+    export.write_bytes(lines(pages) + b"\n\n  \n")
+    # When it is built
+    assert run_build(export, tmp_path / "out") == 0
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    # Then the first 100 warnings are printed, then how many more and of which kind, not 250 lines
+    warned = [line for line in err if ": warning: " in line]
+    assert len(warned) == 100
+    assert warned[0] == f"{export}:1: warning: url: session ID parameter 'sessionid' removed from the query"
+    start = err.index(f"{export}: 150 more warnings not shown (--show-rejected all shows each)")
+    assert err[start + 1 : start + 3] == [
+        f"{export}: warnings by reason:",
+        "        250 like line 1: url: session ID parameter 'sessionid' removed from the query",
+    ]
+    # And the summary accounts for every line read
+    assert "253 lines read: 250 events accepted, 0 rejected, 3 blank" in captured.out + captured.err
+
+
 def test_show_rejected_all_prints_each_and_few_on_another_host_give_no_hint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

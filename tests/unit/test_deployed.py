@@ -174,3 +174,28 @@ def test_a_stack_is_named_by_its_name_or_id(name: str) -> None:
 def test_what_cannot_name_a_stack_is_refused(name: str) -> None:
     with pytest.raises(ValueError, match="is not a stack name"):
         stack_name(name)
+
+
+def test_import_without_stack_or_settings_says_to_give_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a shell where none of the functions' environment variables is set
+    for name in (
+        "SITE_URL",
+        "MANIFEST_TABLE",
+        "BUCKET_NAME",
+        "REBUILD_QUEUE_URL",
+        "INDEX_QUEUE_URL",
+        "NOTIFY_QUEUE_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    from sitemap_updater.cli import main
+
+    sitemap = tmp_path / "sitemap.xml"
+    sitemap.write_text('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"/>')
+    # When an import is run without --stack
+    assert main(["import", "--sitemap", str(sitemap)]) == 2
+    err = capsys.readouterr().err
+    # Then the one line says what is missing and how to point the command at a deployed stack
+    assert err.startswith("sitemap-updater: invalid settings: SITE_URL: Field required")
+    assert "give --stack NAME to read them from a deployed stack" in err and err.count("\n") == 1

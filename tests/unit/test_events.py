@@ -157,3 +157,16 @@ def test_offsets_are_compared_in_utc() -> None:
     a = parse(event(occurred_at="2026-11-20T12:00:00+02:00"))
     b = parse(event(occurred_at="2026-11-20T10:00:00Z"))
     assert a.order == b.order
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ('{"url": "https://x', "(body): not valid JSON: Unterminated string starting at character 8"),
+        ('{"url": 1,}', "(body): not valid JSON: Expecting property name enclosed in double quotes at character 10"),
+    ],
+)
+def test_a_body_that_is_not_json_says_where_it_breaks_in_one_sentence(raw: str, reason: str) -> None:
+    with pytest.raises(EventRejected) as caught:
+        parse_event(raw, Site.parse(BASE), HORIZON)
+    assert str(caught.value) == reason

@@ -308,7 +308,9 @@ def _decode(body: str | bytes | Mapping[str, Any], field: str) -> Any:
     try:
         return json.loads(body, parse_int=_json_int)
     except json.JSONDecodeError as exc:
-        raise EventRejected.single(field, f"not valid JSON ({exc.msg} at character {exc.pos})") from None
+        raise EventRejected.single(
+            field, f"not valid JSON: {exc.msg.removesuffix(' at')} at character {exc.pos}"
+        ) from None
     except RecursionError:
         raise EventRejected.single(field, "JSON is nested too deeply") from None
     except UnicodeDecodeError:

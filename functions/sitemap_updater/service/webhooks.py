@@ -149,7 +149,7 @@ class WebhookReceiver:
 
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, json.JSONDecodeError):
-        return f"not valid JSON ({exc.msg} at character {exc.pos})"
+        return f"not valid JSON: {exc.msg.removesuffix(' at')} at character {exc.pos}"
     if isinstance(exc, UnicodeDecodeError):
         return "not valid UTF-8"
     if isinstance(exc, RecursionError):

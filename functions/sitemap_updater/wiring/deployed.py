@@ -16,7 +16,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from sitemap_updater.settings import Settings
+from sitemap_updater.settings import Settings, SettingsError
 
 # The functions' environment variables that hold a resource's name, and the stack output that holds the same name.
 OUTPUTS = {
@@ -151,5 +151,11 @@ def command_settings(stack: str | None, make_client: Callable[..., Any], endpoin
     with DescribeStacks, or without a name the environment variables the functions read (SITE_URL, ...).
     StackError or SettingsError, each with one line for the user."""
     if stack is None:
-        return Settings.from_env(os.environ)
+        try:
+            return Settings.from_env(os.environ)
+        except SettingsError as exc:
+            raise SettingsError(
+                f"{exc} (without --stack NAME, the stack's settings are read from these environment variables: "
+                "give --stack NAME to read them from a deployed stack)"
+            ) from None
     return Settings.from_env(describe_stack(stack, make_client, endpoint_url).environment())
