@@ -189,6 +189,25 @@ def _progress(result: Verification) -> None:
     print(f"\r{len(result.files):,} files, {result.pages:,} pages read", end="", file=sys.stderr, flush=True)
 
 
+def _notes(result: Verification) -> list[str]:
+    """A note line per file, except that a note more than ``_NOTE_FILES`` files share is one line naming how many
+    files have it and the first of them (``--json`` keeps one per file)."""
+    files: dict[str, list[str]] = {}
+    for f in result.files:
+        for note in f.notes:
+            files.setdefault(note, []).append(f.url)
+    lines = []
+    for note, urls in files.items():
+        if len(urls) > _NOTE_FILES:
+            lines.append(f"note: {len(urls):,} files, the first {urls[0]}: {note}")
+        else:
+            lines += [f"note: {url}: {note}" for url in urls]
+    return lines
+
+
+_NOTE_FILES = 3
+
+
 def report(result: Verification) -> str:
     """The text report: one line per file, then problems and notes, then the verdict. Every line is shown
     escaped: what a server or a file sent cannot start a line of its own or act on the terminal."""
@@ -202,7 +221,7 @@ def report(result: Verification) -> str:
         size = f", {counted}" if f.kind not in ("robots.txt", "stack") and f.status == 200 else ""
         lines.append(f"  {f.kind}: {f.url}: {answer}{size}")
     lines += [f"problem: {p}" for p in result.problems]
-    lines += [f"note: {n}" for n in result.notes]
+    lines += _notes(result)
     count = len(result.problems)
     verdict = "no problem found" if not count else f"{count:,} problem(s)"
     if result.unfinished:

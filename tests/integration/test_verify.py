@@ -275,3 +275,22 @@ def test_a_stack_check_that_ran_is_labelled_by_what_it_compared() -> None:
     result = Verification(f"{BASE}/", files=[FileCheck("s3://bucket", "stack", entries=3)])
     result.files[0].problems.append("sitemap-a.xml.gz: missing, though its record says it is published")
     assert report(result).splitlines()[1] == "  stack: s3://bucket: 3 published files compared with the records"
+
+
+def test_a_note_many_files_share_is_one_line_and_a_rare_one_is_one_per_file() -> None:
+    from sitemap_updater.cli_verify import report
+    from sitemap_updater.service.verify import FileCheck, Verification
+
+    # Given 5 files without Cache-Control, one of which also has a note of its own
+    files = [FileCheck(f"{BASE}/sitemap-{n}.xml.gz", "sitemap", status=200) for n in range(5)]
+    for f in files:
+        f.notes.append("no Cache-Control: CDNs and crawlers may keep it as long as they like")
+    files[2].notes.append("served as text/plain")
+    # When the text report is made
+    notes = [line for line in report(Verification(f"{BASE}/", files=files)).splitlines() if line.startswith("note:")]
+    # Then the shared note is one line with its count and first file, and the rare one is named with its file
+    assert notes == [
+        f"note: 5 files, the first {BASE}/sitemap-0.xml.gz: no Cache-Control: CDNs and crawlers may keep it as long "
+        "as they like",
+        f"note: {BASE}/sitemap-2.xml.gz: served as text/plain",
+    ]
