@@ -196,6 +196,8 @@ def _summary(result: BuildResult, out: Path, seconds: float) -> str:
         f"{files} + {_indexes_text(result.indexes)} in {out}: {result.urls:,} URLs, "
         f"{result.gzip_bytes:,} bytes written ({result.xml_bytes:,} bytes of XML) in {seconds:.1f} s",
     ]
+    if result.unchanged:
+        lines.append(f"{len(result.unchanged):,} of these files already had these bytes in {out}: left as they were")
     if result.removed:
         lines.append(f"{len(result.removed):,} files an earlier build wrote, no longer part of the site, removed")
     return "\n".join(lines)

@@ -235,3 +235,32 @@ def test_a_named_pipe_is_read_as_standard_input_is(tmp_path: Path) -> None:
     assert run_build(pipe, tmp_path / "out") == 0
     writer.join(5)
     assert published(tmp_path / "out") == reference_site(pages).all_bytes()
+
+
+def test_a_rebuild_leaves_the_files_whose_bytes_did_not_change_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a site of two sections built into --out
+    pages = [event(f"{BASE}/blog/p{i}") for i in range(50)] + [event(f"{BASE}/news/a{i}") for i in range(50)]
+    export = tmp_path / "e.jsonl"
+    export.write_bytes(lines(pages))
+    out = tmp_path / "out"
+    assert run_build(export, out) == 0
+    before = {p.name: p.stat() for p in out.iterdir() if not p.name.startswith(".")}
+    first = published(out)
+    # When one blog page changes and the site is built again into the same folder
+    pages[3] = event(f"{BASE}/blog/p3", lastmod="2026-11-21T00:00:00Z")
+    export.write_bytes(lines(pages))
+    capsys.readouterr()
+    assert run_build(export, out) == 0
+    after = {p.name: p.stat() for p in out.iterdir() if not p.name.startswith(".")}
+    again = published(out)
+    # Then only the files whose bytes changed were replaced (a new inode); the others are the same files as before
+    changed = sorted(name for name in again if again[name] != first.get(name))
+    replaced = sorted(name for name in after if (after[name].st_ino, after[name].st_mtime_ns)
+                      != (before[name].st_ino, before[name].st_mtime_ns))  # fmt: skip
+    assert changed == replaced == ["sitemap-blog-00000000.xml.gz", "sitemap.xml"]
+    # And the summary says how many were left as they were
+    assert f"{len(after) - 2} of these files already had these bytes in {out}: left as they were" in (
+        capsys.readouterr().out
+    )

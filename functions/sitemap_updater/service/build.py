@@ -84,6 +84,7 @@ class BuildResult:
     gzip_bytes: int = 0
     xml_bytes: int = 0
     removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)  # files --out already had with these bytes: not written
     indexes: list[str] = field(default_factory=list)  # sitemap.xml, then any further index files
     recovered: bool = False  # the publish of a build that was killed was undone first
 
@@ -426,7 +427,7 @@ def build(
                 result.gzip_bytes += len(index)
                 result.xml_bytes += len(index)
             result.indexes = sorted(indexes, key=lambda name: (name != INDEX_NAME, len(name), name))
-            result.removed = publish(staging, out_dir, result.files, result.indexes, site.base_url)
+            result.removed, result.unchanged = publish(staging, out_dir, result.files, result.indexes, site.base_url)
     except BaseException:
         for folder in reversed(created):  # a build that wrote nothing leaves no folder it made
             with contextlib.suppress(OSError):

@@ -15,11 +15,12 @@ of the same site wrote, never another file of the folder.
 
 from __future__ import annotations
 
+import filecmp
 import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sitemap_updater.service.scratch import sweep
 
@@ -43,11 +44,20 @@ def _plain(name: str) -> bool:
     return "/" not in name
 
 
-def publish(staging: Path, out_dir: Path, files: list[str], indexes: list[str], site: str) -> list[str]:
-    """Move ``files`` then ``indexes`` (each index file names sitemap files only) from ``staging`` into ``out_dir``;
-    remove the files an earlier build of ``site`` wrote that are not among them. Returns those."""
+class Published(NamedTuple):
+    removed: list[str]  # files an earlier build of the site wrote that are no longer part of it
+    unchanged: list[str]  # files whose bytes were already in --out: left as they were (their time included)
+
+
+def publish(staging: Path, out_dir: Path, files: list[str], indexes: list[str], site: str) -> Published:
+    """Move ``files`` then ``indexes`` (each index file names sitemap files only) from ``staging`` into ``out_dir``,
+    except those whose bytes ``out_dir`` already has (left untouched, so a sync or a Last-Modified sees only what
+    changed); remove the files an earlier build of ``site`` wrote that are not among them."""
     before = written(out_dir)
     names = {*files, *indexes}
+    unchanged = [name for name in [*files, *indexes] if _same(staging / name, out_dir / name)]
+    files = [name for name in files if name not in unchanged]
+    indexes = [name for name in indexes if name not in unchanged]
     stale = sorted(n for n in before.get(site, ()) if n not in names and (out_dir / n).is_file())
     # the files this build writes are no longer another site's
     sites = {other: [n for n in owned if n not in names] for other, owned in before.items()}
@@ -69,7 +79,15 @@ def publish(staging: Path, out_dir: Path, files: list[str], indexes: list[str], 
         roll_back(staging, out_dir)
         raise
     (staging / _JOURNAL).unlink()
-    return stale
+    return Published(stale, unchanged)
+
+
+def _same(staged: Path, published: Path) -> bool:
+    """Whether ``published`` is a regular file with the bytes of ``staged`` (compared in full)."""
+    try:
+        return published.is_file() and not published.is_symlink() and filecmp.cmp(staged, published, shallow=False)
+    except OSError:
+        return False
 
 
 def unfinished(staging: Path) -> bool:
