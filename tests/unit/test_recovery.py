@@ -378,6 +378,23 @@ def test_an_orphan_put_under_a_new_name_is_deleted_when_the_layout_moves_on() ->
     assert stack.store.file_records == {}
 
 
+def test_a_page_an_orphan_put_showed_is_announced_removed_when_the_layout_moves_on() -> None:
+    # Given a new page whose rebuild dies after putting its file, before its change record is sent
+    stack = Stack()
+    stack.send(page("a", version=1))
+    with crash(stack.pipeline.notify_queue, "send") as hits:
+        stack.until(hits)
+    assert [f.state for f in stack.store.file_records.values()] == ["writing"]
+    assert f"{BASE}/blog/a".encode() in gzip.decompress(stack.s3.objects["sitemap-blog-00000000.xml.gz"].data)
+    # When the page is deleted before the retry, which leaves the section without a file
+    stack.send(page("a", type="delete", version=2))
+    stack.drain()
+    # Then the search engines are told it is removed (a crawler may have read the file that showed it)
+    changed = [n["changed"] for n in stack.notifications() if "changed" in n]
+    assert changed == [{f"{BASE}/blog/a": "removed"}]
+    assert stack.store.file_records == {}
+
+
 def test_a_record_still_pending_for_the_index_queues_it_again() -> None:
     stack = Stack()
     stack.send(page("a", version=1))

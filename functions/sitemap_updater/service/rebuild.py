@@ -344,11 +344,31 @@ def _announcement(
         since += [block_view(bucket, name, ref, holders[name].key_range) for ref in holders[name].shown]
     planned = {key_range.file_name(section) for key_range in layout}
     gone = {f.name for f in leaving} | {f.name for f in records if f.state == "writing" and f.name not in planned}
+    untouched = [key_range for key_range in layout if key_range not in replaced]  # live files kept as announced
     for record in (f for f in records if f.name in gone - names):
-        since += [block_view(bucket, record.name, ref, record.key_range) for ref in confirmed_puts(bucket, record)]
+        views = [block_view(bucket, record.name, ref, record.key_range) for ref in confirmed_puts(bucket, record)]
+        since += views
+        if views and record.state == "writing":
+            # Bytes put under a name the layout abandoned showed their range: what no file shows there now has
+            # vanished (a file kept as it was announced shows its part, so that part is not in question).
+            region += _without(record.key_range, untouched)
     loaded = {s.url: s for states in data.loaded.values() for s in states}
     now = (s for _, states, _ in sorted(jobs, key=lambda job: job[0].start) for s in states)  # in key order
     return announce(pipeline, region, now, (announced, since), loaded, marks, as_of)
+
+
+def _without(key_range: KeyRange, others: list[KeyRange]) -> list[KeyRange]:
+    """The parts of ``key_range`` that none of ``others`` (disjoint) covers."""
+    parts, start = [], key_range.start
+    for other in sorted(others, key=lambda r: r.start):
+        if other.end <= start or other.start >= key_range.end:
+            continue
+        if other.start > start:
+            parts.append(KeyRange(start, other.start, key_range.depth))
+        start = max(start, other.end)
+    if start < key_range.end:
+        parts.append(KeyRange(start, key_range.end, key_range.depth))
+    return parts
 
 
 def rebuild_sections(pipeline: Pipeline, marks: Iterable[DirtyMark]) -> list[SectionRebuild]:
