@@ -180,19 +180,19 @@ def test_a_forced_race_never_publishes_older_bytes_over_newer(local_run: LocalRu
     pipeline = run.pipeline
     ingest(json.dumps(event(url, version=2, lastmod="2026-11-02")), pipeline)  # state v2, not yet rebuilt
     held, release = threading.Event(), threading.Event()
-    publish = pipeline.bucket.publish
+    publish = pipeline.bucket.publish_over  # a rewrite: one put If-Match the ETag its record keeps
 
-    def slow_publish(name: str, data: bytes, seq: int) -> bool:
+    def slow_publish(name: str, data: bytes, seq: int, etag: str) -> str | None:
         held.set()
         release.wait(10)
-        return publish(name, data, seq)
+        return publish(name, data, seq, etag)
 
-    object.__setattr__(pipeline.bucket, "publish", slow_publish)
+    object.__setattr__(pipeline.bucket, "publish_over", slow_publish)
     mark = DirtyMark("blog", url=url, key=page_key(url))
     old = threading.Thread(target=rebuild_section, args=(pipeline, "blog", [mark]))
     old.start()
     assert held.wait(10)
-    object.__setattr__(pipeline.bucket, "publish", publish)
+    object.__setattr__(pipeline.bucket, "publish_over", publish)
     # When a newer change is ingested and its rebuild publishes first
     ingest(json.dumps(event(url, version=3, lastmod="2026-11-03")), pipeline)
     run.drain()

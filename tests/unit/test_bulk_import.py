@@ -73,7 +73,7 @@ def test_an_import_that_died_after_the_index_named_some_of_its_files_can_be_run_
     stack = Stack(max_urls=3)
     events = [page("a", version=1), page("b", version=1, section="docs"), page("c", version=1, section="docs")]
     stack.sent += events
-    with crash(stack.pipeline.bucket, "publish", when=lambda name, *_: "docs" in name), pytest.raises(Crash):
+    with crash(stack.pipeline.bucket, "publish_over", when=lambda name, *_: "docs" in name), pytest.raises(Crash):
         import_events([json.dumps(e) for e in events], stack.pipeline)
     stack.drain()
     assert stack.s3.objects.get("sitemap.xml") is not None

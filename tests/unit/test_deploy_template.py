@@ -452,3 +452,23 @@ def test_every_function_logs_to_a_group_of_the_stack_with_its_retention(webhooks
     functions = set(built.of_type("AWS::Lambda::Function"))
     assert ("WebhookFunction" in functions) == bool(webhooks)
     assert {f"/aws/lambda/<{name}>": "14" for name in functions}.items() <= groups.items()
+
+
+@pytest.mark.parametrize(
+    ("given", "threshold"),
+    [
+        ({}, 60),  # the defaults: the promise of 60 s
+        ({"FreshnessSeconds": "900"}, 900),  # a longer promise moves the alarm with it
+        ({"FreshnessSeconds": "0"}, 60),  # every change at once: the former fixed 60 s
+        ({"FreshnessSeconds": "900", "FreshnessAlarmSeconds": "1200"}, 1200),  # set: as set
+    ],
+)
+def test_the_freshness_alarm_follows_the_promise_unless_set(given: dict[str, str], threshold: int) -> None:
+    from sitemap_updater.local.iam import Names, resolve
+    from sitemap_updater.local.stack import load_template
+
+    template = load_template(ROOT / "template.yaml")
+    params = {name: str(spec.get("Default", "")) for name, spec in template["Parameters"].items()} | given
+    names = Names(params, {}, {}, template["Conditions"])
+    alarm = template["Resources"]["PublishLatencyAlarm"]["Properties"]
+    assert float(resolve(alarm["Threshold"], names)) == threshold
