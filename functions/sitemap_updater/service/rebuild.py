@@ -130,17 +130,7 @@ class _Section:
 
     def _gaps(self, key_range: KeyRange) -> list[KeyRange]:
         """The parts of ``key_range`` no loaded region covers."""
-        gaps: list[KeyRange] = []
-        start = key_range.start
-        for region in sorted(self.loaded, key=lambda r: r.start):
-            if region.end <= start or region.start >= key_range.end:
-                continue
-            if region.start > start:
-                gaps.append(KeyRange(start, region.start, key_range.depth))
-            start = max(start, region.end)
-        if start < key_range.end:
-            gaps.append(KeyRange(start, key_range.end, key_range.depth))
-        return gaps
+        return _without(key_range, list(self.loaded))
 
     def _from_snapshot(self, published: PublishedFile) -> list[PageState] | None:
         """The file's states from its snapshot and the marked pages' current entries; None without a snapshot
