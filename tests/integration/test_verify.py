@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from sitemap_updater.cli import main
+from sitemap_updater.local.runner import LocalRun
 from sitemap_updater.local.stack import session
 from tests.conftest import BASE, SECTIONS, event
 from tests.integration.conftest import LocalRunFactory, bodies
@@ -151,6 +152,22 @@ def test_a_url_that_is_not_a_site_is_a_usage_error(capsys: pytest.CaptureFixture
     assert "must be an absolute http(s) URL" in capsys.readouterr().err
 
 
+def served_stack(
+    web: Web, tmp_path: Path, local_run: LocalRunFactory, monkeypatch: pytest.MonkeyPatch, pages: list[dict[str, Any]]
+) -> LocalRun:
+    """A local stack that published ``pages``, its files served by ``web`` as its CDN would serve them, and the
+    environment variables of its functions set (what ``--stack`` without a name reads)."""
+    run = local_run()
+    run.send_wave(bodies(pages))
+    out = tmp_path / "served"
+    run.download(out)
+    publish(web, out)
+    for name, value in {**run.stack.environment, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    return run
+
+
 def test_with_the_stack_the_published_tree_is_compared_with_the_manifests(
     web: Web,
     tmp_path: Path,
@@ -160,14 +177,8 @@ def test_with_the_stack_the_published_tree_is_compared_with_the_manifests(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Given a local stack that published pages, served as its CDN would serve them
-    run = local_run()
-    run.send_wave(bodies([event(f"{BASE}/blog/p{n}") for n in range(3)] + [event(f"{BASE}/news/a")]))
-    out = tmp_path / "served"
-    run.download(out)
-    publish(web, out)
-    for name, value in {**run.stack.environment, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-                        "AWS_DEFAULT_REGION": "us-east-1"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    pages = [event(f"{BASE}/blog/p{n}") for n in range(3)] + [event(f"{BASE}/news/a")]
+    run = served_stack(web, tmp_path, local_run, monkeypatch, pages)
     # And then one file deleted from the bucket and another overwritten, behind the stack's back
     s3 = session().client("s3", endpoint_url=moto_endpoint)
     bucket = run.stack.physical["SitemapBucket"]
@@ -196,14 +207,7 @@ def test_a_stack_whose_table_is_gone_midway_ends_unfinished_with_aws_reason(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Given a local stack that published pages, served as its CDN would serve them
-    run = local_run()
-    run.send_wave(bodies([event(f"{BASE}/blog/p1")]))
-    out = tmp_path / "served"
-    run.download(out)
-    publish(web, out)
-    for name, value in {**run.stack.environment, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-                        "AWS_DEFAULT_REGION": "us-east-1"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    run = served_stack(web, tmp_path, local_run, monkeypatch, [event(f"{BASE}/blog/p1")])
     # And its manifest table deleted after the stack's outputs could still be read
     table = run.stack.physical["ManifestTable"]
     session().client("dynamodb", endpoint_url=moto_endpoint).delete_table(TableName=table)
