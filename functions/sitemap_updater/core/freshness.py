@@ -93,6 +93,20 @@ def section_hold(freshness: int, cdn_max_age: int, news: bool) -> int:
     return hold
 
 
+def index_wait_seconds(freshness: int, cdn_max_age: int, news: bool) -> int:
+    """How long after a section rebuild's puts its index request may wait when it only moves the lastmods of
+    files the index already names (0: at once): the section's freshness (the news freshness for a page with a
+    news item) less what the index still needs, the index queue's delay and the index's own cache lifetime (each
+    ``cdn_max_age``) and :data:`INVOCATION_ALLOWANCE_SECONDS` for the index rebuild. So the index names a file's
+    new lastmod at most the section's freshness after the file's bytes were published (and the bytes themselves
+    are on the CDN within the freshness of the event). A request that adds or removes a file never waits."""
+    if not freshness:
+        return 0
+    if news:
+        freshness = min(freshness, NEWS_FRESHNESS_SECONDS)
+    return max(0, freshness - 2 * cdn_max_age - INVOCATION_ALLOWANCE_SECONDS)
+
+
 def ready_at_us(oldest_us: int, now_us: int, began_us: int | None, hold: int, burst: bool) -> int:
     """When a section's rebuild should start (``now_us`` or earlier: at once), given its oldest waiting change,
     when its latest rebuild began (None: never) and its hold. Never later than the oldest change plus the hold.

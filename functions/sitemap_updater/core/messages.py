@@ -22,6 +22,9 @@ from sitemap_updater.core.formats import MESSAGES, check
 from sitemap_updater.core.sharding import section_slug
 
 INDEX_GROUP = "index"
+# Index requests that may wait (a section rebuild that only moved lastmods of files the index names): their own
+# group, so a request held there never holds up one that adds or removes a file.
+INDEX_WAIT_GROUP = "index-lastmods"
 NOTIFY_GROUP = "notify"
 MAX_MARKS_PER_MESSAGE = 100
 _MAX_MARK_BYTES = 200_000  # under SQS's 256 KiB per message, with URLs of up to 2,047 characters
@@ -271,9 +274,22 @@ def index_request(body: dict[str, Any], now_us: int, window_us: int, unique: str
     return Message({"v": MESSAGES, **body}, INDEX_GROUP, _sha256(key))
 
 
-def section_index_request(section: str, published: str, now_us: int, window_us: int) -> Message:
-    """A section rebuild's request; ``published`` names what it published (its own ID without a window)."""
+def section_index_request(section: str, published: str, now_us: int, window_us: int, due_us: int = 0) -> Message:
+    """A section rebuild's request; ``published`` names what it published (its own ID without a window). With
+    ``due_us`` (it only moved lastmods of files the index names) it goes to the waiting group with that due time:
+    the index function rebuilds once one of its requests is due, or at once for any other request."""
+    if due_us:
+        body = {"v": MESSAGES, "section": section, "due_us": due_us}
+        return Message(body, INDEX_WAIT_GROUP, _sha256(f"{section}|{published}|{due_us}"))
     return index_request({"section": section}, now_us, window_us, f"{section}|{published}")
+
+
+def index_request_due_us(body: Mapping[str, Any]) -> int:
+    """When an index request must be rebuilt by (0: at once; ``section_index_request``)."""
+    due = body.get("due_us", 0)
+    if not isinstance(due, int) or isinstance(due, bool) or due < 0:
+        raise ValueError(f"an index request's due_us must be a whole number of microseconds, not {due!r}")
+    return due
 
 
 def pending_index_request(generation: int, now_us: int, window_us: int) -> Message:

@@ -23,6 +23,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     done, settled = index_batch(records, current_pipeline())
     if isinstance(done, str):
         logger.error("index rebuild failed; its requests will be retried", extra={"error": done})
+    elif isinstance(done, int):
+        logger.info("index requests wait for their due time", extra={"seconds": done, "requests": len(records)})
     else:
         logger.info("index rebuilt", extra={"written": done.written, "files": done.files, "unnamed": done.unnamed})
         dashboard_count(metrics, "IndexWritten", int(done.written))

@@ -18,6 +18,7 @@ from sitemap_updater.core.messages import (
     NOTIFY_GROUP,
     DirtyMark,
     check_message,
+    index_request_due_us,
     is_wake_up,
     merged_messages,
     read_rebuild_request,
@@ -205,16 +206,22 @@ def _defer(pipeline: Pipeline, records: list[dict[str, Any]], seconds: int) -> b
     return True
 
 
-def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[IndexRebuild | str, Settled]:
-    """Any number of index requests give one index rebuild; on failure every message is retried (those on their
-    last receive dead-lettered with the error) and the error (its type and message) is returned in place of the
-    result. A request that cannot be read (another format version) fails alone."""
+def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[IndexRebuild | str | int, Settled]:
+    """Any number of index requests give one index rebuild, or, when every one of them may still wait (a section
+    rebuild's that only moved lastmods, ``section_index_request``), none: they are given back to the queue until
+    the first is due and the seconds are returned in place of the result. On failure every message is retried
+    (those on their last receive dead-lettered with the error) and the error (its type and message) is returned in
+    place of the result. A request that cannot be read (another format version) fails alone."""
     errors: dict[str, str] = {}
+    due: list[int] = []
     for record in records:
         try:
-            check_message(json.loads(record["body"]), "an index request")
+            due.append(index_request_due_us(check_message(json.loads(record["body"]), "an index request")))
         except Exception as exc:
             errors[str(record["messageId"])] = _unreadable(" index request", exc)
+    wait = _index_wait(pipeline, records, due) if not errors else 0
+    if wait:
+        return wait, Settled([str(r["messageId"]) for r in records])
     try:
         done = rebuild_index(pipeline)
     except Exception as exc:
@@ -224,6 +231,23 @@ def index_batch(records: list[dict[str, Any]], pipeline: Pipeline) -> tuple[Inde
         return error, settle(records, errors, index_dead_letters(pipeline), INDEX_GROUP)
     pipeline.observe(done)
     return done, settle(records, errors, index_dead_letters(pipeline), INDEX_GROUP)
+
+
+def _index_wait(pipeline: Pipeline, records: list[dict[str, Any]], due: list[int]) -> int:
+    """Seconds a batch of index requests that may all wait is given back to the queue for, until the first of
+    them is due (0: rebuild now). Only on a first receive (a wait takes one; never two), and never while any
+    request of the batch asks for the index at once. If SQS refuses, the index is rebuilt now."""
+    if not due or 0 in due or not _first_receive(records):
+        return 0
+    left_us = min(due) - to_micros(pipeline.clock())
+    seconds = math.ceil(left_us / 1_000_000) if left_us > 0 else 0
+    if not seconds:
+        return 0
+    try:
+        pipeline.index_queue.defer([str(r.get("receiptHandle", "")) for r in records], seconds)
+    except Exception:
+        return 0
+    return seconds
 
 
 def notify_batch(

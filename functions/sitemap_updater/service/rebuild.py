@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from sitemap_updater.core.changes import View
+from sitemap_updater.core.freshness import index_wait_seconds
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.messages import DirtyMark, change_records, section_index_request
 from sitemap_updater.core.moments import to_micros
@@ -300,7 +301,8 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
         # Fresh records are pending for the index; a retry after a crash finds them still pending, so the
         # index is always told. It names them and clears them.
         what = f"{sorted(f.name + f.sha256 for f in fresh)}|{result.retired}"
-        pipeline.index_queue.send(*section_index_request(section, what, *index_window(pipeline)))
+        due = index_due_us(pipeline, section, live, fresh, result.retired, any(m.news for m in marks))
+        pipeline.index_queue.send(*section_index_request(section, what, *index_window(pipeline), due))
     # The objects of snapshots the records replaced or deleted here named, if no record names them any more.
     touched = {job[0].start for job in jobs} | {f.key_range.start for f in records if f.name in result.deleted}
     replaced = [f for f in records if f.key_range.start in touched]
@@ -367,6 +369,30 @@ def rebuild_sections(pipeline: Pipeline, marks: Iterable[DirtyMark]) -> list[Sec
     for mark in marks:
         by_section[mark.section].append(mark)
     return [rebuild_section(pipeline, section, group) for section, group in sorted(by_section.items())]
+
+
+def index_due_us(
+    pipeline: Pipeline,
+    section: str,
+    live: list[PublishedFile],
+    fresh: list[PublishedFile],
+    retired: list[str],
+    news: bool,
+) -> int:
+    """When the index must name what this rebuild published (0: at once). At once when it adds a file the index
+    does not name (a split, a new section) or retires one; else, when it only moved lastmods of named files, the
+    oldest still pending of them (an earlier rebuild's whose request may have been lost to a crash, or this one's)
+    plus the section's index wait (``index_wait_seconds``): the index requests of many rebuilds then share one
+    index rebuild."""
+    named = {f.name for f in live}
+    if retired or any(f.name not in named for f in fresh):
+        return 0
+    settings = pipeline.settings
+    news = news or any(f.news_until_us for f in fresh)
+    wait_us = index_wait_seconds(settings.freshness_for(section), settings.cdn_max_age_seconds, news) * 1_000_000
+    now = to_micros(pipeline.clock())
+    oldest = min([now, *(f.published_us for f in live if f.pending_index and f.published_us)])
+    return max(1, oldest + wait_us) if wait_us else 0
 
 
 def index_window(pipeline: Pipeline) -> tuple[int, int]:
