@@ -16,6 +16,7 @@ import pytest
 from sitemap_updater.core.freshness import index_wait_seconds
 from sitemap_updater.core.messages import INDEX_GROUP, INDEX_WAIT_GROUP, read_rebuild_request
 from sitemap_updater.service.batches import index_batch
+from sitemap_updater.service.index import rebuild_index
 from sitemap_updater.service.rebuild import rebuild_sections
 from tests.conftest import BASE, event
 from tests.sim.fakes import Message
@@ -145,3 +146,22 @@ def test_the_first_file_of_a_new_section_asks_for_the_index_at_once() -> None:
     _, records = _records(stack)
     done, _ = index_batch(records, stack.pipeline)
     assert not isinstance(done, (int, str)) and "sitemap-shop-00000000.xml.gz" in stack.named()
+
+
+@pytest.mark.parametrize(("freshness", "group", "due_s"), [(60, INDEX_WAIT_GROUP, 40), (0, INDEX_GROUP, None)])
+def test_a_file_named_with_its_previous_lastmod_is_named_with_its_own_within_its_wait(
+    freshness: int, group: str, due_s: int | None
+) -> None:
+    clock = [NOW]
+    stack = _stack(clock, freshness)
+    before = _lastmods(stack)
+    stack.send(page("p0", version=2, lastmod="2026-11-20"))
+    _rebuild(stack)
+    stack.queues["index"].messages.clear()
+    clock[0] = NOW + timedelta(seconds=3)  # an index rebuild (another section's, say) while the CDN may serve the old
+    done = rebuild_index(stack.pipeline)
+    assert done.settling == 1 and _lastmods(stack) == before
+    (request,) = stack.queues["index"].messages
+    assert request.group == group
+    due = json.loads(request.body).get("due_us")
+    assert due == (None if due_s is None else int((NOW + timedelta(seconds=due_s)).timestamp() * S))

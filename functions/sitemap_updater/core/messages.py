@@ -302,6 +302,10 @@ def bootstrap_index_request(run: str, now_us: int, window_us: int) -> Message:
     return index_request({"bootstrap": run}, now_us, window_us, f"bootstrap|{run}|{now_us}")
 
 
-def settle_index_request(generation: int, now_us: int, window_us: int) -> Message:
-    """An index named files with their previous lastmods; once the CDN cannot serve the old, name their own."""
+def settle_index_request(generation: int, now_us: int, window_us: int, due_us: int = 0) -> Message:
+    """An index named files with their previous lastmods; once the CDN cannot serve the old, name their own (with
+    ``due_us``: by then, in the waiting group, as ``section_index_request``)."""
+    if due_us:
+        body = {"v": MESSAGES, "settle": generation, "due_us": due_us}
+        return Message(body, INDEX_WAIT_GROUP, _sha256(f"settle|{generation}|{due_us}"))
     return index_request({"settle": generation}, now_us, window_us, f"settle|{generation}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from sitemap_updater.core.freshness import index_wait_seconds
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.messages import (
     cleanup_message,
@@ -84,6 +85,24 @@ def grace_over(published: PublishedFile, now_us: int, grace_us: int) -> bool:
     return published.state == "unnamed" and published.unnamed_us <= now_us - grace_us
 
 
+def settle_due_us(pipeline: Pipeline, named: list[PublishedFile], now_us: int) -> int:
+    """When the index must name the own lastmods of the files it named with their previous ones (0: as soon as the
+    CDN cannot serve the old bytes): the earliest of their puts plus their section's index wait
+    (``index_wait_seconds``), the bound a lastmod of theirs has anyway. So a settle request joins the waiting ones
+    instead of costing an index rebuild of its own."""
+    settings = pipeline.settings
+    max_age_us = settings.cdn_max_age_seconds * 1_000_000
+    due = []
+    for published in named:
+        if published.prev_lastmod_us and published.published_us > now_us - max_age_us:
+            freshness = settings.freshness_for(published.section)
+            wait = index_wait_seconds(freshness, settings.cdn_max_age_seconds, bool(published.news_until_us))
+            if not wait:
+                return 0
+            due.append(published.published_us + wait * 1_000_000)
+    return max(1, min(due)) if due else 0
+
+
 def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
     """Render the index from the live file records, as the CDN may serve them now; write it only when its bytes
     change. Mark the files section rebuilds published since the last index (``pending_index``) announced, move
@@ -134,7 +153,8 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
     if changed_since:  # published again since this index read it: its own request may have been merged away
         pipeline.index_queue.send(*pending_index_request(generation, *index_window(pipeline)))
     if result.settling:  # named with their previous lastmods: name their own once the CDN cannot serve the old
-        pipeline.index_queue.send(*settle_index_request(generation, *index_window(pipeline)))  # delayed by L
+        due = settle_due_us(pipeline, named, now)
+        pipeline.index_queue.send(*settle_index_request(generation, *index_window(pipeline), due))  # delayed by L
     # Files unnamed before, whose grace is over, are deleted by their sections (asked again after a crash).
     grace = settings.retired_file_grace_seconds * 1_000_000
     sections: set[str] = {f.section for f in records if grace_over(f, now, grace)}
