@@ -104,7 +104,8 @@ def functions(sim: Any) -> dict[str, Function]:
             continue
         source = sources[0]["Properties"]
         queue = sim.queues[source["Queue"]["Fn::GetAtt"][0]]
-        window = float(source.get("MaximumBatchingWindowInSeconds", 0))
+        window = source.get("MaximumBatchingWindowInSeconds", 0)  # IngestWindowSeconds: the deployed setting
+        window = float(sim.pipeline.settings.ingest_window_seconds if isinstance(window, dict) else window)
         found[logical] = Function(logical, handler, memory, queue, int(source.get("BatchSize", 10)), window)
     return found
 
@@ -164,6 +165,13 @@ class Driver:
         settings = self.sim.pipeline.settings.model_copy(update={"freshness_seconds": seconds})
         self.sim.pipeline = replace(self.sim.pipeline, settings=settings)
         use_pipeline(self.sim.pipeline, Notifiers(Http(self.meter), None, sleep=lambda _s: None, monotonic=lambda: 0.0))
+
+    def ingest_window(self, seconds: int) -> None:
+        """Deploy with ``IngestWindowSeconds`` = ``seconds`` (the event source's window and the holds' count)."""
+        settings = self.sim.pipeline.settings.model_copy(update={"ingest_window_seconds": seconds})
+        self.sim.pipeline = replace(self.sim.pipeline, settings=settings)
+        use_pipeline(self.sim.pipeline, Notifiers(Http(self.meter), None, sleep=lambda _s: None, monotonic=lambda: 0.0))
+        self.ingest = replace(self.ingest, window_s=float(seconds))
 
     def memory(self) -> dict[str, int]:
         return {name: f.memory_mb for name, f in self.functions.items()}

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS
 from sitemap_updater.core.freshness import (
     BURST_PAGES,
+    INGEST_WINDOW_SECONDS,
+    MAX_INGEST_WINDOW_SECONDS,
     FreshnessError,
     check_freshness,
     parse_section_freshness,
@@ -46,6 +48,7 @@ _ENV = {
     "cdn_max_age_seconds": "CDN_MAX_AGE_SECONDS",
     "freshness_seconds": "FRESHNESS_SECONDS",
     "section_freshness": "SECTION_FRESHNESS",
+    "ingest_window_seconds": "INGEST_WINDOW_SECONDS",
     "rebuild_settle_pages": "REBUILD_SETTLE_PAGES",
     "retired_file_grace_seconds": "RETIRED_FILE_GRACE_SECONDS",
     "indexnow_key": "INDEXNOW_KEY",
@@ -136,6 +139,8 @@ class Settings(BaseModel):
     # runs, tests). ``section_freshness``: ``section=seconds`` pairs that override it (news=30,products=900).
     freshness_seconds: Annotated[int, Field(ge=0)] = 0
     section_freshness: str = ""
+    # The ingest event source's batching window (IngestWindowSeconds): the hold counts it as it is.
+    ingest_window_seconds: Annotated[int, Field(ge=0, le=MAX_INGEST_WINDOW_SECONDS)] = INGEST_WINDOW_SECONDS
     # Changed pages in a quiet section's first rebuild request that make a burst worth waiting for (not a
     # parameter of the template; the simulation lowers it to make bursts of its few events).
     rebuild_settle_pages: Annotated[int, Field(ge=1)] = BURST_PAGES
@@ -194,9 +199,10 @@ class Settings(BaseModel):
     @model_validator(mode="after")
     def _honourable_freshness(self) -> Settings:
         try:
-            check_freshness(self.freshness_seconds, self.cdn_max_age_seconds)
+            window = self.ingest_window_seconds
+            check_freshness(self.freshness_seconds, self.cdn_max_age_seconds, window=window)
             for section, seconds in parse_section_freshness(self.section_freshness).items():
-                check_freshness(seconds, self.cdn_max_age_seconds, f"SectionFreshness {section}")
+                check_freshness(seconds, self.cdn_max_age_seconds, f"SectionFreshness {section}", window)
         except FreshnessError as exc:
             raise ValueError(str(exc)) from None
         return self

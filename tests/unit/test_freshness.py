@@ -79,7 +79,11 @@ def _template() -> dict[str, Any]:
 def test_the_budget_counts_the_template_s_ingest_window() -> None:
     ingest = _template()["Resources"]["IngestFunction"]["Properties"]["Events"]
     (source,) = [e["Properties"] for e in ingest.values() if e["Type"] == "SQS"]
-    assert source["MaximumBatchingWindowInSeconds"] == INGEST_WINDOW_SECONDS
+    assert source["MaximumBatchingWindowInSeconds"] == {"Ref": "IngestWindowSeconds"}
+    variables = _template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["INGEST_WINDOW_SECONDS"] == {"Ref": "IngestWindowSeconds"}
+    spec = _template()["Parameters"]["IngestWindowSeconds"]
+    assert (spec["Default"], spec["MinValue"], spec["MaxValue"]) == (INGEST_WINDOW_SECONDS, 0, 300)  # SQS's 300 s
     assert (floor_seconds(5), hold_seconds(60, 5), hold_seconds(900, 5), hold_seconds(0, 5)) == (20, 40, 880, 0)
 
 
@@ -95,6 +99,9 @@ def test_the_template_bounds_are_the_settings_bounds() -> None:
         ({"FRESHNESS_SECONDS": "3601"}, "FreshnessSeconds 3601: must be 0"),
         ({"FRESHNESS_SECONDS": "60", "CDN_MAX_AGE_SECONDS": "50"}, "FreshnessSeconds 60: must be 0 (publish every "
          "change at once) or 65 to 3600 s (the ingest window 5 s, the CDN lifetime 50 s"),
+        ({"INGEST_WINDOW_SECONDS": "30", "FRESHNESS_SECONDS": "40"},
+         "FreshnessSeconds 40: must be 0 (publish every change at once) or 45 to 3600 s (the ingest window 30 s"),
+        ({"INGEST_WINDOW_SECONDS": "301"}, "INGEST_WINDOW_SECONDS: Input should be less than or equal to 300"),
         ({"SECTION_FRESHNESS": "news=10"}, "SectionFreshness news 10: must be 0"),
         ({"SECTION_FRESHNESS": "news"}, "SectionFreshness 'news': expected section=seconds, such as news=30"),
         ({"SECTION_FRESHNESS": "news=30,news=60"}, "SectionFreshness names 'news' twice"),

@@ -15,7 +15,7 @@ import pytest
 
 from sitemap_updater.core.freshness import index_wait_seconds
 from sitemap_updater.core.messages import INDEX_GROUP, INDEX_WAIT_GROUP, read_rebuild_request
-from sitemap_updater.service.batches import index_batch
+from sitemap_updater.service.batches import hold_for, index_batch
 from sitemap_updater.service.index import rebuild_index
 from sitemap_updater.service.rebuild import rebuild_sections
 from tests.conftest import BASE, event
@@ -165,3 +165,15 @@ def test_a_file_named_with_its_previous_lastmod_is_named_with_its_own_within_its
     assert request.group == group
     due = json.loads(request.body).get("due_us")
     assert due == (None if due_s is None else int((NOW + timedelta(seconds=due_s)).timestamp() * S))
+
+
+@pytest.mark.parametrize(("window", "wait"), [(5, 39), (30, 14), (45, 0)])
+def test_a_busy_section_waits_its_freshness_less_the_ingest_window_as_deployed(window: int, wait: int) -> None:
+    clock = [NOW]
+    stack = _stack(clock, 60)  # its latest rebuild began at NOW
+    stack.pipeline = replace(replace_settings(stack, ingest_window_seconds=window), clock=lambda: clock[0])
+    clock[0] = NOW + timedelta(seconds=1)
+    stack.send(page("p0", version=2, lastmod="2026-11-20"))
+    marks = [mark for m in stack.queues["rebuild"].messages for mark in read_rebuild_request(json.loads(m.body))]
+    # 60 s less the window, the CDN's 5 s and 10 s for the runs, from when the latest rebuild began
+    assert hold_for(stack.pipeline, "blog", marks).seconds == wait

@@ -5,7 +5,7 @@ event source's batching window, the ingest and rebuild invocations, the rebuild'
 lifetime after the put. So the wait is what is left, its *hold*: a rebuild starts at the latest when its oldest
 change, as ingest recorded it, is ``hold`` seconds old:
 
-    hold = F - INGEST_WINDOW_SECONDS - cdn_max_age - INVOCATION_ALLOWANCE_SECONDS
+    hold = F - ingest window - cdn_max_age - INVOCATION_ALLOWANCE_SECONDS
 
 A section rebuilt less than ``hold`` ago waits until that rebuild's start plus ``hold`` (so a busy section is
 rebuilt about once per hold, each file once for every change of that time); a quiet section rebuilds a lone
@@ -19,8 +19,10 @@ from collections.abc import Mapping
 
 from sitemap_updater.core.urls import EVERY_SEGMENT, parse_sections
 
-# The ingest event source's MaximumBatchingWindowInSeconds in template.yaml (a test holds them equal).
+# The ingest event source's MaximumBatchingWindowInSeconds by default (IngestWindowSeconds in template.yaml, which
+# also gives it to the functions as INGEST_WINDOW_SECONDS; a test holds the defaults equal). At most SQS's 300 s.
 INGEST_WINDOW_SECONDS = 5
+MAX_INGEST_WINDOW_SECONDS = 300
 # What the ingest and rebuild invocations and the receives between them may take of the budget: measured at
 # 0.3-3 s for a rebuild of up to 16 files of 10,000 URLs (docs/benchmarks.md), so 10 s leaves a margin.
 INVOCATION_ALLOWANCE_SECONDS = 10
@@ -42,23 +44,26 @@ class FreshnessError(ValueError):
     """A freshness setting that cannot be honoured or read; the message says which and why."""
 
 
-def floor_seconds(cdn_max_age: int) -> int:
-    """The smallest freshness that can be honoured with this CDN cache lifetime (its hold is 0)."""
-    return INGEST_WINDOW_SECONDS + cdn_max_age + INVOCATION_ALLOWANCE_SECONDS
+def floor_seconds(cdn_max_age: int, window: int = INGEST_WINDOW_SECONDS) -> int:
+    """The smallest freshness that can be honoured with this CDN cache lifetime and ingest batching window (its
+    hold is 0)."""
+    return window + cdn_max_age + INVOCATION_ALLOWANCE_SECONDS
 
 
-def hold_seconds(freshness: int, cdn_max_age: int) -> int:
+def hold_seconds(freshness: int, cdn_max_age: int, window: int = INGEST_WINDOW_SECONDS) -> int:
     """How old a section's oldest change may get before its rebuild starts (0: freshness off, rebuild at once)."""
-    return max(0, freshness - floor_seconds(cdn_max_age)) if freshness else 0
+    return max(0, freshness - floor_seconds(cdn_max_age, window)) if freshness else 0
 
 
-def check_freshness(freshness: int, cdn_max_age: int, name: str = "FreshnessSeconds") -> None:
+def check_freshness(
+    freshness: int, cdn_max_age: int, name: str = "FreshnessSeconds", window: int = INGEST_WINDOW_SECONDS
+) -> None:
     """Refuse a freshness that is neither 0 (off) nor between the floor and :data:`MAX_FRESHNESS_SECONDS`."""
-    floor = floor_seconds(cdn_max_age)
+    floor = floor_seconds(cdn_max_age, window)
     if freshness and not floor <= freshness <= MAX_FRESHNESS_SECONDS:
         raise FreshnessError(
             f"{name} {freshness}: must be 0 (publish every change at once) or {floor} to {MAX_FRESHNESS_SECONDS} s "
-            f"(the ingest window {INGEST_WINDOW_SECONDS} s, the CDN lifetime {cdn_max_age} s and "
+            f"(the ingest window {window} s, the CDN lifetime {cdn_max_age} s and "
             f"{INVOCATION_ALLOWANCE_SECONDS} s for the functions' runs come first)"
         )
 
@@ -85,11 +90,12 @@ def section_freshness(section: str, default: int, overrides: Mapping[str, int]) 
     return overrides.get(section, default)
 
 
-def section_hold(freshness: int, cdn_max_age: int, news: bool) -> int:
-    """The hold of a rebuild request: its section's, or the news hold when it names a page with a news item."""
-    hold = hold_seconds(freshness, cdn_max_age)
+def section_hold(freshness: int, cdn_max_age: int, news: bool, window: int = INGEST_WINDOW_SECONDS) -> int:
+    """The hold of a rebuild request: its section's, or the news hold when it names a page with a news item (the
+    ingest window counted as it is, but at most what the news freshness leaves room for)."""
+    hold = hold_seconds(freshness, cdn_max_age, window)
     if news:
-        hold = min(hold, hold_seconds(NEWS_FRESHNESS_SECONDS, cdn_max_age))
+        hold = min(hold, hold_seconds(NEWS_FRESHNESS_SECONDS, cdn_max_age, window))
     return hold
 
 

@@ -153,7 +153,10 @@ def hold_for(pipeline: Pipeline, section: str, marks: list[DirtyMark]) -> Hold:
     merged request of the section that may wait behind these messages in its group."""
     settings = pipeline.settings
     changed = [m for m in marks if m.url is not None and m.at_us is not None]
-    hold = section_hold(settings.freshness_for(section), settings.cdn_max_age_seconds, any(m.news for m in changed))
+    news = any(m.news for m in changed)
+    hold = section_hold(
+        settings.freshness_for(section), settings.cdn_max_age_seconds, news, settings.ingest_window_seconds
+    )
     if not changed or not hold:
         return Hold(0)
     pages = {(m.url, m.key) for m in changed}
