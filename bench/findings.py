@@ -128,8 +128,9 @@ def findings(data: dict[str, Any]) -> list[str]:
         "put (the next rebuild reads the one item): a write unit less per rewritten file beyond the first of a "
         "rebuild, "
         + ", ".join(f"${v * cost.DDB_WRU * PER_M:.2f} at {k}" for k, v in intents.items())
-        + f". Index rebuilds already run {index_calls:.2f} times per event at one event per second (one per "
-        "half cache lifetime); one per lifetime would halve that, with less margin for clocks that differ.",
+        + f". Index rebuilds run {index_calls:.2f} times per event at one event per second: a request that only "
+        "moves lastmods waits its section's index wait (40 s at 60 s), and one that adds or retires a file goes "
+        "at once (docs/architecture.md).",
         f"4. **The CMS batches its sends** (`SendMessageBatch`, 10 a request; the CMS's cost, not the stack's): "
         f"${0.9 * cost.SQS_PRICE['standard'] * PER_M:.2f}, and the ingest event source's receives shrink the same way.",
         "5. **The rebuild function at 512 MB** instead of 1,024: CPU-bound time doubles but costs the same GB-s, "
