@@ -28,6 +28,7 @@ from bench.usage import Usage
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP_ON = os.environ.get("BENCH_SWEEP", "1") != "0"  # 0: the five scenarios above alone
+NOTIFIERS_ON = os.environ.get("BENCH_NOTIFIERS", "1") != "0"  # 0: IndexNow, the feed and Search Console off
 CACHE = ROOT / "bench" / ".cache"
 LAST = CACHE / "incremental.json"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -90,7 +91,7 @@ def run(size: int) -> dict[str, Any]:
     from sitemap_updater.local.stack import load_template
     from tests.sim.world import TEMPLATE, Config, Simulation
 
-    sim = Simulation(Config(0, max_urls=10_000, max_files_per_index=50_000))  # as deployed
+    sim = Simulation(Config(0, max_urls=10_000, max_files_per_index=50_000, notifiers=NOTIFIERS_ON))  # as deployed
     meter = Meter(sim)
     driver = Driver(sim, meter)
     with contextlib.redirect_stdout(meter.logs):  # the handlers' EMF metrics

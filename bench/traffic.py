@@ -35,6 +35,7 @@ from bench.meter import SQS_CHUNK, Meter
 from bench.usage import Usage
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
+from sitemap_updater.local.iam import Names, resolve
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
 from sitemap_updater.ports import HttpResponse
@@ -98,7 +99,7 @@ def functions(sim: Any) -> dict[str, Function]:
         module, _, attribute = props["Handler"].rpartition(".")
         handler = getattr(importlib.import_module(module), attribute)
         memory = int(props.get("MemorySize", default_mb))
-        sources = [e for e in props.get("Events", {}).values() if e["Type"] == "SQS"]
+        sources = [e for e in props.get("Events", {}).values() if e["Type"] == "SQS" and _enabled(sim, e)]
         if not sources:
             found[logical] = Function(logical, handler, memory)
             continue
@@ -108,6 +109,13 @@ def functions(sim: Any) -> dict[str, Function]:
         window = float(sim.pipeline.settings.ingest_window_seconds if isinstance(window, dict) else window)
         found[logical] = Function(logical, handler, memory, queue, int(source.get("BatchSize", 10)), window)
     return found
+
+
+def _enabled(sim: Any, source: dict[str, Any]) -> bool:
+    """Whether an SQS event source polls with the simulation's parameters (``Enabled``, an ``!If`` or absent)."""
+    template = load_template(TEMPLATE)
+    names = Names(sim.parameters, {}, {}, template.get("Conditions", {}))
+    return resolve(source["Properties"].get("Enabled", True), names) is True
 
 
 class Http:

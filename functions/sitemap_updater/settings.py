@@ -231,6 +231,17 @@ class Settings(BaseModel):
         """The Search Console property: as configured (``sc-domain:...`` or a URL prefix), else the site root."""
         return self.search_console_property or f"{self.site.base_url}/"
 
+    @property
+    def announces_pages(self) -> bool:
+        """Whether anything hears of changed pages (IndexNow, the recent-changes feed): without either a rebuild
+        sends no change record, and the notifier's queue is not polled (template.yaml: HasNotifier)."""
+        return bool(self.indexnow_key) or self.feed_entries > 0
+
+    @property
+    def announces_index(self) -> bool:
+        """Whether Search Console hears of a changed index: the only reader of an index rebuild's change record."""
+        return bool(self.search_console_secret_arn)
+
     def freshness_for(self, section: str) -> int:
         """The freshness of ``section``'s files: its SectionFreshness override, else FreshnessSeconds."""
         return section_freshness(section, self.freshness_seconds, parse_section_freshness(self.section_freshness))

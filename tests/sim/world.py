@@ -68,6 +68,7 @@ class Config:
     max_files_per_index: int | None = None  # by default 2 in a quarter of the seeds (several index files), else 50,000
     failing_rate: float = 0.3  # how often the sequence has an event that fails on every receive
     section_partitions: int | None = None  # SectionPartitions; by default 4 in a quarter of the seeds, else 1
+    notifiers: bool = True  # IndexNow on (and the feed in a seventh) but in a thirteenth; False: nothing notifies
 
 
 @dataclass
@@ -162,6 +163,7 @@ class Simulation:
         self.sched = Scheduler(random.Random(config.seed * 104_729 + 2), self.clock, self.faults)
         self.result = Result(config.seed)
         self.max_urls = self.rng.choice([3, 4, 6, 10])
+        self.notifiers = config.notifiers and config.seed % 13 != 6
         if config.max_urls is not None:
             self.max_urls = config.max_urls
         # Index files that may name 2 files in a quarter of the sequences, so that sites get several of them.
@@ -225,6 +227,8 @@ class Simulation:
         params.update(MaxFilesPerIndex=str(self.max_files_per_index))
         params.update(TextSitemaps="true" if self.config.seed % 5 == 2 else "false")  # a fifth of the sequences
         params.update(RecentChangesFeed="5" if self.config.seed % 7 == 3 else "0")  # a seventh: a feed of 5 pages
+        if not self.notifiers:  # IndexNow, the feed and Search Console all off: the files alone
+            params.update(IndexNowKey="", RecentChangesFeed="0")
         # A quarter: the blog section slow (held up to 15 minutes less the budget) and the shop fast (FreshnessSeconds'
         # per-section override); the rest the template's default.
         params.update(SectionFreshness="blog=900,shop=30" if self.config.seed % 4 == 1 else "")
@@ -239,6 +243,7 @@ class Simulation:
         # back to the queue once), which a sequence's few events otherwise rarely do.
         if self.config.seed % 3 == 1:
             env.update(REBUILD_SETTLE_PAGES="2")
+        self.parameters = params  # as deployed: the bench resolves the event sources with them
         settings = Settings.from_env(env)
         self.store = FakeStore(self.sched, self.clock, settings.section_partitions)
         self.store.refused_urls.add(REFUSED_URL)
@@ -269,7 +274,9 @@ class Simulation:
             source: dict[str, Any] = next(iter(spec["Properties"].get("Events", {}).values()), {"Type": "None"})
             queue_state = None
             batch = 1
-            if source["Type"] == "SQS":
+            enabled = source["Type"] != "SQS" or _resolve(source["Properties"].get("Enabled", True), params, physical,
+                                                           conditions) == "True"  # fmt: skip
+            if source["Type"] == "SQS" and enabled:  # a disabled event source mapping polls nothing
                 queue_state = self.queues[source["Properties"]["Queue"]["Fn::GetAtt"][0]]
                 batch = int(source["Properties"].get("BatchSize", 10))
             containers = [_load_copy(handler, f"sim_{logical}_{i}") for i in range(self.config.containers)]
@@ -632,6 +639,10 @@ class Simulation:
         for queue in self.queues.values():
             if queue is not dead and queue.depth():
                 violations.append(f"{queue.name} still holds {queue.depth()} messages")
+        if not self.notifiers:  # nothing hears of changes: none is sent, nothing polls the notify queue
+            if self.queues["NotifyQueue"].counter or self.http.posts:
+                violations.append(f"{self.queues['NotifyQueue'].counter} change records sent with no notifier on")
+            return
         notified = Counter(url for post in self.http.posts if post.status == 200 for url in post.urls)
         final = {url for data in published.values() if data[:2] == b"\x1f\x8b" for url in self._entries(data)}
         for url in sorted(set(self.ever) - set(notified)):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from sitemap_updater.settings import Settings
 from tests.cfn_template import ROOT, Stack, parameter_values, source, stack, transformed, translate
 
 DOMAIN = "sitemaps.example.com"
@@ -408,12 +409,10 @@ def test_an_idle_stack_with_the_defaults_costs_what_its_table_says_and_at_most_5
     # Given the default deployment: the queues its functions poll, its alarms, dashboards and keys
     defaults = stack({"SiteUrl": "https://www.example.com"})
     template = source()["Resources"]
-    polled = {
-        event["Properties"]["Queue"]["Fn::GetAtt"][0]
-        for spec in template.values()
-        if spec["Type"] == "AWS::Serverless::Function" and "Condition" not in spec
-        for event in spec["Properties"].get("Events", {}).values()
-        if event["Type"] == "SQS"
+    polled = {  # by the enabled event source mappings (the notifier's is off with nothing to notify)
+        mapping["EventSourceArn"].removeprefix("<").removesuffix(".Arn>")
+        for mapping in defaults.of_type("AWS::Lambda::EventSourceMapping").values()
+        if mapping.get("Enabled", True)
     }
     queues = {q: "fifo" if template[q]["Properties"].get("FifoQueue") else "standard" for q in polled}
     computed = cost.idle_month(
@@ -433,7 +432,28 @@ def test_an_idle_stack_with_the_defaults_costs_what_its_table_says_and_at_most_5
     # And the total is its lines added up (each "< $x" as $x), at most $5 a month
     lines = list(shown.values())[: list(shown).index("**total**")]
     assert round(sum(lines), 2) == shown["**total**"] <= 5.00
-    assert len(queues) == 4 and computed["dashboards"] == computed["metrics"] == 0
+    assert len(queues) == 3 and computed["dashboards"] == computed["metrics"] == 0
+
+
+@pytest.mark.parametrize(
+    ("parameters", "polls"),
+    [
+        ({}, False),
+        ({"IndexNowKey": "a1b2c3d4e5f6a7b8"}, True),
+        ({"RecentChangesFeed": "5"}, True),
+        ({"SearchConsoleSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:sc"}, True),
+    ],
+)
+def test_the_notifier_polls_its_queue_only_when_indexnow_search_console_or_the_feed_is_on(
+    parameters: dict[str, str], polls: bool
+) -> None:
+    deployed = stack({"SiteUrl": "https://www.example.com", **parameters})
+    mapping = deployed.of_type("AWS::Lambda::EventSourceMapping")["NotifyFunctionChanges"]
+    assert mapping["EventSourceArn"] == "<NotifyQueue.Arn>" and mapping["Enabled"] is polls
+    # and the functions learn the same from their settings: a rebuild sends change records exactly then
+    env = deployed.of_type("AWS::Lambda::Function")["RebuildShardFunction"]["Environment"]["Variables"]
+    settings = Settings.from_env({key: str(value) for key, value in env.items()})
+    assert (settings.announces_pages or settings.announces_index) is polls
 
 
 def test_every_alarm_says_in_the_operations_guide_what_it_means_and_what_to_do() -> None:

@@ -55,7 +55,7 @@ def test_the_feed_is_atom_a_real_parser_reads_without_complaint() -> None:
 
 def test_the_notifier_keeps_the_feed_from_change_records_and_writes_it_only_when_it_changes() -> None:
     # Given a stack with a feed of 5 pages, and pages published
-    stack = Stack(max_urls=3)
+    stack = Stack(max_urls=3, notifiers=False)
     stack.pipeline = replace_settings(stack, feed_entries=5)
     stack.send(*[page(f"p{n}", section="blog", lastmod=f"2026-11-0{n + 1}") for n in range(7)])
     stack.drain()

@@ -45,6 +45,7 @@ from tests.sim.fakes import FakeS3, FakeStore, SimQueue, SimQueueState
 from tests.sim.scheduler import Clock, Faults, Scheduler
 
 NOW = datetime.fromtimestamp(AS_OF_US / 1_000_000, UTC)
+CONSOLE = "arn:aws:secretsmanager:us-east-1:123456789012:secret:search-console"
 
 
 class Crash(RuntimeError):
@@ -55,7 +56,9 @@ class Stack:
     """The pipeline on in-memory AWS; ``drain`` runs rebuilds and index rebuilds until the queues are empty,
     leaving a failed batch's messages on their queue (as SQS redelivers them)."""
 
-    def __init__(self, max_urls: int = 3, now: datetime = NOW, max_files_per_index: int = 50_000) -> None:
+    def __init__(
+        self, max_urls: int = 3, now: datetime = NOW, max_files_per_index: int = 50_000, notifiers: bool = True
+    ) -> None:
         self.clock = Clock()
         sched = Scheduler(random.Random(0), self.clock, Faults(random.Random(0), 0.0))
         self.store = FakeStore(sched, self.clock)
@@ -66,6 +69,9 @@ class Stack:
             site_url=BASE, sections=SECTIONS, max_urls_per_file=max_urls, max_files_per_index=max_files_per_index,
             manifest_table="t", bucket_name="b",
             rebuild_queue_url="rebuild", index_queue_url="index", notify_queue_url="notify", ingest_dlq_url="dlq",
+            # IndexNow and Search Console on (their change records are sent), unless ``notifiers`` is False
+            indexnow_key="recovery-key-0001" if notifiers else "",
+            search_console_secret_arn=CONSOLE if notifiers else "",
         )  # fmt: skip
 
         def queue(name: str) -> SimQueue:

@@ -310,7 +310,8 @@ _NO_VALUE = object()
 
 
 def resolve(value: Any, names: Names) -> Any:
-    """Resolve Ref, Fn::GetAtt, Fn::Sub, Fn::If, Fn::Equals and Fn::Not; AWS::NoValue drops the value."""
+    """Resolve Ref, Fn::GetAtt, Fn::Sub and Fn::If (conditions of Fn::Equals, Fn::Not, Fn::Or and Fn::And);
+    AWS::NoValue drops the value."""
     if isinstance(value, list):
         return [v for v in (resolve(item, names) for item in value) if v is not _NO_VALUE]
     if not isinstance(value, dict):
@@ -339,6 +340,10 @@ def _condition(name: str, names: Names) -> bool:
     def evaluate(node: Any) -> Any:
         if isinstance(node, dict) and "Fn::Not" in node:
             return not evaluate(node["Fn::Not"][0])
+        if isinstance(node, dict) and "Fn::Or" in node:
+            return any(evaluate(item) for item in node["Fn::Or"])
+        if isinstance(node, dict) and "Fn::And" in node:
+            return all(evaluate(item) for item in node["Fn::And"])
         if isinstance(node, dict) and "Fn::Equals" in node:
             left, right = (resolve(v, names) for v in node["Fn::Equals"])
             return left == right

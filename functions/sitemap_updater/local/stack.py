@@ -170,7 +170,7 @@ def _wired(template: dict[str, Any], stack: LocalStack, params: dict[str, str]) 
         if spec["Type"] != "AWS::Serverless::Function":
             continue
         for source in spec["Properties"].get("Events", {}).values():
-            if source["Type"] == "SQS":
+            if source["Type"] == "SQS" and resolve(source["Properties"].get("Enabled", True), names) is True:
                 queue = source["Properties"]["Queue"]["Fn::GetAtt"][0]
                 size = int(source["Properties"].get("BatchSize", 10))
                 stack.sources.append(EventSource(logical, spec["Properties"]["Handler"], stack.physical[queue], size))

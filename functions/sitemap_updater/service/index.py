@@ -142,7 +142,8 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
             store.put_index_sha(digest, generation)
             result.written = True
             result.indexes = changed
-            pipeline.notify_queue.send(*index_change_record(generation, digest, changed))
+            if pipeline.settings.announces_index:
+                pipeline.notify_queue.send(*index_change_record(generation, digest, changed))
     elif current:  # the site has no pages left; an index must name at least one sitemap, so there is none
         for gone in sorted({INDEX_NAME, *published}):
             pipeline.bucket.delete(gone)
