@@ -73,11 +73,11 @@ def test_an_older_event_whose_writes_come_late_never_overwrites_the_newer_state(
     original = stack.store.put_entry
     raced: list[PageWrite] = []
 
-    def late(write: PageWrite) -> bool:
+    def late(write: PageWrite, *args: Any, **kwargs: Any) -> bool:
         if write.section == "news" and not raced:
             raced.append(write)
             stack.send(newer)  # the other invocation runs here
-        return original(write)
+        return original(write, *args, **kwargs)
 
     object.__setattr__(stack.store, "put_entry", late)
     stack.send(page("a", version=2, section="news", lastmod="2026-11-02"))
@@ -114,9 +114,10 @@ def test_a_duplicate_of_a_recorded_event_writes_and_marks_nothing(section: str) 
     calls = _count_writes(stack)
     # When the event is delivered again
     [result] = stack.send(body)
-    # Then it is a no-op that wrote nothing and asked for no rebuild
+    # Then it is a no-op that changed no item (its conditional write of the entry failed) and asked for no rebuild;
+    # its batch's outbox was put and deleted
     assert result.outcome == Outcome.NOOP
-    assert calls == [] and not stack.queues["rebuild"].messages
+    assert calls == ["open_outbox"] and not stack.store.outbox and not stack.queues["rebuild"].messages
     stack.drain()
     assert stack.s3.objects == published
 
@@ -149,7 +150,7 @@ def _units(stack: Stack, meter: Meter, label: str, bodies: list[dict[str, Any]])
     return usage.wru / len(bodies), usage.rru / len(bodies)
 
 
-def test_an_update_costs_two_write_units_and_a_move_three() -> None:
+def test_an_update_costs_one_write_unit_and_no_read_and_a_move_four() -> None:
     # Given 50 pages recorded in blog
     stack = Stack(max_urls=1000)
     meter = Meter(stack)
@@ -160,14 +161,15 @@ def test_an_update_costs_two_write_units_and_a_move_three() -> None:
     update = _units(stack, meter, "update", [page(name, version=2, lastmod="2026-11-02") for name in names])
     move = _units(stack, meter, "move", [page(name, version=3, section="news", lastmod="2026-11-02") for name in names])
     same = _units(stack, meter, "same", [page(name, version=4, section="news", lastmod="2026-11-02") for name in names])
-    # Then an update writes its page state and its entry, one unit each (a transaction of both was billed 4), plus
-    # its share of the batch's outbox (50 URLs, 2 KB: put and deleted, 4 units); it reads the page state and the
-    # outbox that state names
+    # Then an update that stays in its section writes its entry alone, conditional on the entry being current and
+    # older (one unit; it was two units and two reads: the page state, its entry, and the outbox the state named),
+    # plus its share of the batch's outbox (50 URLs, 2 KB: put and deleted, 4 units); it reads nothing
     outbox = 4 / 50
-    assert update == (2 + outbox, 2.0)
-    # And a move also leaves a removal marker in the section it left
-    assert move == (3 + outbox, 2.0)
-    # And a newer event with the same entry writes only the page state (no outbox), once its entry is read in place
-    assert same == (1.0, 3.0)
+    assert update == (1 + outbox, 0.0)
+    # And a move tries that write (it fails: no current entry in news; a failed condition is billed), reads the page
+    # state, its entry and the outbox the entry names, then writes the marker, the state and the entry
+    assert move == (4 + outbox, 3.0)
+    # And the first update after a move reads the state (the move's marks may be unsent) and makes the entry current
+    assert same == (3 + outbox, 3.0)
     stack.drain()
     stack.check()

@@ -42,8 +42,8 @@ from sitemap_updater.service.bootstrap import (
     _run,
     write_counts,
 )
-from sitemap_updater.service.ingest import _ATTEMPTS, _apply, page_write
-from sitemap_updater.service.marks import written
+from sitemap_updater.service.ingest import _ATTEMPTS, Outcome, _apply, page_write
+from sitemap_updater.service.marks import stored
 from sitemap_updater.service.pipeline import Pipeline
 
 SEGMENTS = 16  # parallel Scan segments (the map's children); DynamoDB allows up to 1,000,000
@@ -93,13 +93,18 @@ def move_page(pipeline: Pipeline, url: str) -> str:
     entry back."""
     store = pipeline.store
     for _ in range(_ATTEMPTS):
-        old = store.get_page(url)  # strongly consistent: the Scan's copy may be older
-        if old is None or old.section_named:
+        read = store.get_page(url)  # strongly consistent: the Scan's copy may be older
+        if read is None:
+            return "kept"
+        # The page as it stands: an update in its section may have written its entry alone, after the state.
+        item = store.entry_item(read.section, read.key, read.url)
+        old = stored(read, item)
+        if old.section_named:
             return "kept"
         section = _target(pipeline, old)
         if old.section == section:
-            return _finish(store, old)
-        if not written(store, old):
+            return _finish(store, read)
+        if item is None or item.rank < (old.entry_rank or old.rank):
             return "unfinished"
         # One Query of the page's key (the worker reads ranges by Query; no BatchGetItem), then its URL.
         found = [s for s in store.entries(old.section, KeyRange(old.key, old.key + 1, 64)) if s.url == old.url]
@@ -108,8 +113,8 @@ def move_page(pipeline: Pipeline, url: str) -> str:
         state = _moved(found[0], old, section)
         ahead = page_write(state, old)
         store.put_entry(ahead)
-        outcome, _change = _apply(state, old, pipeline, None)
-        if outcome is not None:
+        outcome, _change = _apply(state, pipeline, None, read)
+        if outcome is Outcome.ACCEPTED:
             return "moved"
         # Another writer changed the page first: take back the entry written ahead (a marker just above its rank,
         # below any rank a later event or move of the page has), unless a newer entry is there already.
