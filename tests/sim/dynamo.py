@@ -114,7 +114,7 @@ class FakeDynamoClient:
             section = section_of(item["pk"]["S"], item["sk"]["S"], store.aws.partitions)
             url = next((u for u in store.refused_urls if item["sk"]["S"].endswith(f"#{url_id(u)}")), "")
             ranked = store.entry_ranks.get((section, item["sk"]["S"]))  # None: no item
-            old = self._entry(section, item["sk"]["S"])
+            old = self.entry(section, item["sk"]["S"])
             if expression == "attribute_exists(#current) AND #rank < :rank":  # an update written alone
                 holds = old is not None and "current" in old and old["rank"]["S"] < values[":rank"]["S"]
             else:
@@ -136,7 +136,7 @@ class FakeDynamoClient:
         store.entry_tags[(section, sk)] = ("current" in item, item.get("outbox", {}).get("S", ""))
         return {"Attributes": old} if old is not None and condition.get("ReturnValues") == "ALL_OLD" else {}
 
-    def _entry(self, section: str, sk: str) -> dict[str, Any] | None:
+    def entry(self, section: str, sk: str) -> dict[str, Any] | None:
         """A section's item of a page as DynamoDB would return it, or None."""
         store = self._store
         if sk not in store.manifest.get(section, {}):
@@ -155,7 +155,7 @@ class FakeDynamoClient:
             check_key(Key, "GetItem")
             assert options.get("ConsistentRead"), "the fake reads only a section's item of a page, strongly"
             section = section_of(Key["pk"]["S"], Key["sk"]["S"], self._store.aws.partitions)
-            found = self._entry(section, Key["sk"]["S"])
+            found = self.entry(section, Key["sk"]["S"])
             return {} if found is None else {"Item": found}
 
         return dict(self._store._call("get_item", get))
