@@ -7,6 +7,8 @@ Judged by the reference model (``Stack.check``), as in ``test_recovery.py``, who
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,8 +16,10 @@ import pytest
 from bench.meter import Meter
 from sitemap_updater.core.pages import PageWrite
 from sitemap_updater.service.ingest import Outcome, ingest_message
-from sitemap_updater.service.marks import MarkBatch
-from tests.unit.test_recovery import Crash, Stack, crash, page
+from sitemap_updater.service.marks import OUTBOX_ABANDONED_S, MarkBatch
+from sitemap_updater.service.sweep import sweep
+from tests.conftest import BASE, event
+from tests.unit.test_recovery import NOW, Crash, Stack, crash, page
 
 WRITES = ("put_state", "leave_section", "put_entry")
 
@@ -173,3 +177,113 @@ def test_an_update_costs_one_write_unit_and_no_read_and_a_move_four() -> None:
     assert same == (3 + outbox, 3.0)
     stack.drain()
     stack.check()
+
+
+# --- an update that writes its entry alone -------------------------------------------------------------------
+@pytest.mark.parametrize("hook", ["leave_section", "put_state", "put_entry"])
+@pytest.mark.parametrize("version", [2, 4])
+def test_an_update_racing_a_move_leaves_the_page_in_one_section_with_the_newer_state(hook: str, version: int) -> None:
+    # Given blog/a published, then a move to news (version 3) that another invocation's update of the page in blog
+    # (older or newer than the move) overtakes just before one of the move's writes
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    update = page("a", version=version, lastmod=f"2026-11-0{version}")
+    original = getattr(stack.store, hook)
+    raced: list[int] = []
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        if not raced:
+            raced.append(1)
+            stack.send(update)  # the other invocation runs here, to its end
+        return original(*args, **kwargs)
+
+    object.__setattr__(stack.store, hook, racing)
+    stack.send(page("a", version=3, section="news", lastmod="2026-11-03"))
+    object.__setattr__(stack.store, hook, original)
+    stack.drain()
+    # Then the newer of the two is listed, once, in its section, and the other section lists nothing
+    assert raced
+    stack.check()
+    assert len(stack.shown()) == 1
+    section = "news" if version < 3 else "blog"
+    assert [n for n in stack.s3.objects if n.endswith(".xml.gz")] == [f"sitemap-{section}-00000000.xml.gz"]
+
+
+@pytest.mark.parametrize("version", [2, 4])
+def test_an_update_racing_a_deletion_never_publishes_the_older_of_the_two(version: int) -> None:
+    # Given blog/a published, then its deletion (version 3), overtaken before its page state by an update
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    update = page("a", version=version, lastmod=f"2026-11-0{version}")
+    original = stack.store.put_state
+    raced: list[int] = []
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        if not raced:
+            raced.append(1)
+            stack.send(update)
+        return original(*args, **kwargs)
+
+    object.__setattr__(stack.store, "put_state", racing)
+    stack.send(event(f"{BASE}/blog/a", version=3, type="delete"))
+    object.__setattr__(stack.store, "put_state", original)
+    stack.drain()
+    # Then the page is listed only if the update is the newer, and its page state says so
+    assert raced
+    stack.check()
+    assert bool(stack.shown()) == (version > 3)
+    assert stack.store.pages[f"{BASE}/blog/a"].kind == ("live" if version > 3 else "deleted")
+
+
+def test_an_update_that_died_before_its_marks_were_sent_is_published_by_its_redelivery() -> None:
+    # Given blog/a published, then an update that wrote its entry alone and died before anything else
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    body = page("a", version=2, lastmod="2026-11-02")
+    with crash(stack.store, "update_entry", after=True) as hits, pytest.raises(Crash):
+        stack.send(body)
+    assert hits and stack.store.outbox  # its batch's outbox is open, named by the entry
+    # When SQS delivers it again: a duplicate, which sends the marks the outbox its entry names says are unsent
+    assert stack.send(body)[0].outcome == Outcome.NOOP
+    stack.drain()
+    # Then the update is published
+    stack.check()
+    assert "2026-11-02" in stack.shown()[body["url"]]
+
+
+def test_an_update_that_died_before_its_marks_were_sent_is_published_by_the_sweep() -> None:
+    # Given blog/a published, then an update that wrote its entry alone and died, never delivered again
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    body = page("a", version=2, lastmod="2026-11-02")
+    with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
+        stack.send(body)
+    stack.sent.append(body)
+    # When the sweep runs once the batch must be over
+    later = NOW + timedelta(seconds=OUTBOX_ABANDONED_S + 1)
+    assert sweep(replace(stack.pipeline, clock=lambda: later)).requeued == 1
+    stack.drain()
+    # Then the update is published and the outbox is gone
+    assert not stack.store.outbox
+    stack.check()
+    assert "2026-11-02" in stack.shown()[body["url"]]
+
+
+def test_an_older_update_after_a_newer_one_written_alone_is_stale_and_writes_nothing_new() -> None:
+    # Given blog/a updated to version 3 by its entry alone (the page state still has version 1)
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.send(page("a", version=3, lastmod="2026-11-03"))
+    stack.drain()
+    assert stack.store.pages[f"{BASE}/blog/a"].rank < stack.store.current_pages()[f"{BASE}/blog/a"].rank
+    # When version 2 arrives late
+    [result] = stack.send(page("a", version=2, lastmod="2026-11-02"))
+    stack.drain()
+    # Then it is stale: version 3 stays published
+    assert result.outcome == Outcome.STALE
+    stack.check()
+    assert "2026-11-03" in stack.shown()[f"{BASE}/blog/a"]

@@ -205,6 +205,8 @@ def _decide(
         if unsent and (state.rank == old.rank or done):
             _send(old, pipeline, marks)  # its writes are done; unfinished ones are left to their event
         return (Outcome.STALE if state.rank < old.rank else Outcome.NOOP), None
+    if item is not None and item.rank > state.rank:
+        return Outcome.STALE, None  # a removal marker of a newer move, written before its page state
     write = page_write(state, old)
     unchanged = not unsent and _unchanged(old, write)
     complete = not unsent and bool(old.moved_from or unchanged) and done
