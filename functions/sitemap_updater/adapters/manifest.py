@@ -6,8 +6,8 @@ One table, keys ``pk`` (partition) and ``sk`` (sort); every item but the counter
 
 | item | pk | sk | what |
 |---|---|---|---|
-| page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, outbox |
-| manifest entry | ``sec#<section>[#<nn>]`` | ``<key, 16 hex>#<url id>`` | rank, entry or tombstone (none: left) |
+| page state | ``page#<url id>`` | ``state`` | URL, rank (an update may be newer), kind, section, lastmod, outbox |
+| manifest entry | ``sec#<section>[#<nn>]`` | ``<key, 16 hex>#<url id>`` | rank, entry or tombstone, current |
 | rebuild number | ``rebuilds#<section>`` | ``seq`` | a counter each rebuild of the section takes, and when it began |
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state, snapshot |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
