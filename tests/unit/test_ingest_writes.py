@@ -15,10 +15,11 @@ import pytest
 
 from bench.meter import Meter
 from sitemap_updater.core.pages import PageWrite
-from sitemap_updater.service.ingest import Outcome, ingest_message
+from sitemap_updater.core.reduce import state_from_event
+from sitemap_updater.service.ingest import Outcome, ingest_message, record_state
 from sitemap_updater.service.marks import OUTBOX_ABANDONED_S, MarkBatch
 from sitemap_updater.service.sweep import sweep
-from tests.conftest import BASE, event
+from tests.conftest import BASE, event, parse
 from tests.unit.test_recovery import NOW, Crash, Stack, crash, page
 
 WRITES = ("put_state", "leave_section", "put_entry")
@@ -287,3 +288,18 @@ def test_an_older_update_after_a_newer_one_written_alone_is_stale_and_writes_not
     assert result.outcome == Outcome.STALE
     stack.check()
     assert "2026-11-03" in stack.shown()[f"{BASE}/blog/a"]
+
+
+def test_a_bulk_load_line_newer_than_an_update_written_alone_with_its_entry_is_a_no_op() -> None:
+    # Given blog/a updated to version 2 by its entry alone
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.send(page("a", version=2, lastmod="2026-11-02"))
+    stack.drain()
+    # When a bootstrap records a newer line with the same entry (bulk loads read the page state first)
+    newer = state_from_event(parse(page("a", version=3, lastmod="2026-11-02")))
+    # Then it is a no-op that takes the rank, and an event between the two is then stale
+    assert record_state(stack.pipeline, newer) == Outcome.NOOP
+    assert stack.store.current_pages()[newer.url].rank == newer.rank
+    [late] = stack.send(page("a", version=2, lastmod="2026-11-05"))
+    assert late.outcome == Outcome.STALE

@@ -218,8 +218,8 @@ def _decide(
         requeue(pipeline, [old])  # a bulk load sends no marks of its own
     elif unchanged and complete and not write.moved_from:
         if write.kind == "live":
-            if item is not None and item.current:
-                return None, None  # an update of a current entry: written alone (``_update``), on the next attempt
+            if item is not None and item.current:  # the entry alone takes the rank; it marks nothing
+                return (Outcome.NOOP, None) if store.update_entry(write, "")[0] else (None, None)
             # An entry written before entries were current: the state takes the rank, the entry becomes current.
             if not store.put_state(write, expected, ""):
                 return None, None
