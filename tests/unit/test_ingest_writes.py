@@ -303,3 +303,24 @@ def test_a_bulk_load_line_newer_than_an_update_written_alone_with_its_entry_is_a
     assert stack.store.current_pages()[newer.url].rank == newer.rank
     [late] = stack.send(page("a", version=2, lastmod="2026-11-05"))
     assert late.outcome == Outcome.STALE
+
+
+def test_an_older_update_after_a_deletion_that_died_after_its_page_state_is_stale() -> None:
+    # Given blog/a published, then its deletion (version 3) dying right after its page state
+    stack = Stack()
+    stack.send(page("a", version=1))
+    stack.drain()
+    deletion = event(f"{BASE}/blog/a", version=3, type="delete")
+    with crash(stack.store, "put_state", after=True) as hits, pytest.raises(Crash):
+        stack.send(deletion)
+    assert hits
+    # When an older update arrives before the deletion is delivered again (its tombstone came before its state,
+    # so no update can replace the entry alone)
+    [older] = stack.send(page("a", version=2, lastmod="2026-11-02"))
+    stack.drain()
+    # Then it is stale and the page is not listed; the redelivered deletion then finds its writes done
+    assert older.outcome == Outcome.STALE and not stack.shown()
+    stack.send(deletion)
+    stack.drain()
+    stack.check()
+    assert not stack.shown()
