@@ -416,14 +416,9 @@ class Meter:
         if prefix == "sec":
             sk = key["sk"]["S"]
             name = section_of(key["pk"]["S"], sk, self.store.aws.partitions)
-            record = self.store.manifest.get(name, {}).get(sk)
-            if record is None:
-                return 0
-            rank = self.store.entry_ranks.get((name, sk))
-            kept = {"rank": {"S": rank}} if rank is not None else {}
-            return item_size(
-                {"pk": key["pk"], "sk": key["sk"], **kept, **({"record": {"B": record}} if record else {})}
-            )
+            client: FakeDynamoClient = self.store.aws._client  # type: ignore[assignment]
+            found = client.entry(name, sk)  # every attribute it holds (rank, record, current, outbox)
+            return 0 if found is None else item_size({"pk": key["pk"], "sk": key["sk"], **found})
         return 60
 
     def _wrap_client(self) -> None:

@@ -130,9 +130,9 @@ def test_a_newer_event_arriving_mid_pass_wins_and_is_published(local_run: LocalR
 
 
 def test_a_call_that_dies_mid_move_is_retried_and_moves_nothing_twice(local_run: LocalRunFactory) -> None:
-    # Given a live site whose Sections change from "blog" to "*", and a worker that dies once, after the page
-    # state of one move is written and before its removal marker (the only moment a move can be cut short
-    # with its content in the new section and the old copy still listed)
+    # Given a live site whose Sections change from "blog" to "*", and a worker that dies once, after the removal
+    # marker of one move is written and before its page state (its content ahead in the new section, the old
+    # section's copy replaced, the page state still naming the old section)
     run = local_run(MAX_URLS, sections="blog")
     pages = site_pages()
     run.send_wave(bodies(pages))
@@ -140,10 +140,11 @@ def test_a_call_that_dies_mid_move_is_retried_and_moves_nothing_twice(local_run:
     died: list[str] = []
 
     def leave_section(real: Any, section: str, write: Any) -> Any:
+        result = real(section, write)
         if not died and ">" in write.rank:
             died.append(write.url)
             raise RuntimeError("the worker died")
-        return real(section, write)
+        return result
 
     plain = run.pipeline
     run.pipeline = replace(run.pipeline, store=_Meddling(run.pipeline.store, leave_section=leave_section))

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tests.sim.fakes import FakeStore
 
 MAX_PARTITION_KEY = 2048
+_ON_FAILURE = "ReturnValuesOnConditionCheckFailure"
 MAX_SORT_KEY = 1024
 MAX_ITEM = 400 * 1024
 
@@ -111,22 +112,40 @@ class FakeDynamoClient:
         else:
             assert prefix == "sec", f"the fake does not know PutItem on {item['pk']['S']}"
             section = section_of(item["pk"]["S"], item["sk"]["S"], store.aws.partitions)
-            assert expression == "attribute_not_exists(pk) OR #rank < :rank", expression
             url = next((u for u in store.refused_urls if item["sk"]["S"].endswith(f"#{url_id(u)}")), "")
             ranked = store.entry_ranks.get((section, item["sk"]["S"]))  # None: no item
-            holds = ranked is None or ranked < values[":rank"]["S"]
+            old = self.entry(section, item["sk"]["S"])
+            if expression == "attribute_exists(#current) AND #rank < :rank":  # an update written alone
+                holds = old is not None and "current" in old and old["rank"]["S"] < values[":rank"]["S"]
+            else:
+                assert expression == "attribute_not_exists(pk) OR #rank < :rank", expression
+                holds = ranked is None or ranked < values[":rank"]["S"]
         if url in store.refused_urls:
             message = "One or more parameter values were invalid: refused by the simulation"
             raise aws_error("ValidationException", "PutItem", 400, message)
         if not holds:
-            raise aws_error("ConditionalCheckFailedException", "PutItem", 400, "The conditional request failed")
+            found = {"Item": old} if prefix == "sec" and old is not None and condition.get(_ON_FAILURE) else {}
+            raise aws_error("ConditionalCheckFailedException", "PutItem", 400, "The conditional request failed",
+                            **found)  # fmt: skip
         if prefix == "page":
             store.pages[url] = page_record(url, item)
-        else:
-            sk = item["sk"]["S"]
-            store.manifest.setdefault(section, {})[sk] = item.get("record", {}).get("B", b"")
-            store.entry_ranks[(section, sk)] = item["rank"]["S"]
-        return {}
+            return {}
+        sk = item["sk"]["S"]
+        store.manifest.setdefault(section, {})[sk] = item.get("record", {}).get("B", b"")
+        store.entry_ranks[(section, sk)] = item["rank"]["S"]
+        store.entry_tags[(section, sk)] = ("current" in item, item.get("outbox", {}).get("S", ""))
+        return {"Attributes": old} if old is not None and condition.get("ReturnValues") == "ALL_OLD" else {}
+
+    def entry(self, section: str, sk: str) -> dict[str, Any] | None:
+        """A section's item of a page as DynamoDB would return it, or None."""
+        store = self._store
+        if sk not in store.manifest.get(section, {}):
+            return None
+        record = store.manifest[section][sk]
+        current, outbox = store.entry_tags.get((section, sk), (False, ""))
+        return {"v": {"N": "1"}, "rank": {"S": store.entry_ranks[(section, sk)]},
+                **({"record": {"B": record}} if record else {}), **({"current": {"BOOL": True}} if current else {}),
+                **({"outbox": {"S": outbox}} if outbox else {})}  # fmt: skip
 
     def get_item(self, TableName: str, Key: dict[str, Any], **options: Any) -> dict[str, Any]:  # noqa: N803
         """A section's item of a page, as ``entry_rank`` asks for it (its key and rank)."""
@@ -136,9 +155,8 @@ class FakeDynamoClient:
             check_key(Key, "GetItem")
             assert options.get("ConsistentRead"), "the fake reads only a section's item of a page, strongly"
             section = section_of(Key["pk"]["S"], Key["sk"]["S"], self._store.aws.partitions)
-            if Key["sk"]["S"] not in self._store.manifest.get(section, {}):
-                return {}
-            return {"Item": {"v": {"N": "1"}, "rank": {"S": self._store.entry_ranks[(section, Key["sk"]["S"])]}}}
+            found = self.entry(section, Key["sk"]["S"])
+            return {} if found is None else {"Item": found}
 
         return dict(self._store._call("get_item", get))
 

@@ -23,12 +23,13 @@ from botocore.exceptions import ClientError
 
 from sitemap_updater.adapters.manifest import ManifestStore, entry_pk, entry_sort_key, page_pk
 from sitemap_updater.core.layout import PublishedFile
-from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
+from sitemap_updater.core.pages import EntryItem, PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
 from sitemap_updater.core.snapshots import PendingPut, SnapshotRef
 from sitemap_updater.ports import HttpResponse, ImportHold
+from sitemap_updater.service.marks import stored
 from tests.conftest import AS_OF_US
 from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
 from tests.sim.scheduler import Clock, Scheduler
@@ -45,13 +46,15 @@ class FakeStore:
     Ingest's page writes and the batch calls (:data:`CLIENT_LEVEL`) are answered by the real adapter, ``aws``,
     running over a fake client (``tests/sim/dynamo.py``), so its handling of AWS's answers is what runs."""
 
-    CLIENT_LEVEL = ("put_state", "put_entry", "leave_section", "entry_rank", "sent_records", "mark_sent")
+    CLIENT_LEVEL = ("put_state", "put_entry", "leave_section", "entry_rank", "entry_item",
+                    "update_entry", "sent_records", "mark_sent")  # fmt: skip
 
     def __init__(self, sched: Scheduler, clock: Clock, partitions: int = 1) -> None:
         self._sched = sched
         self.pages: dict[str, PageRecord] = {}
         self.manifest: dict[str, dict[str, bytes]] = {}  # a removal marker's record is b""
         self.entry_ranks: dict[tuple[str, str], str] = {}  # by (section, sort key): the rank each item carries
+        self.entry_tags: dict[tuple[str, str], tuple[bool, str]] = {}  # by (section, sort key): current, outbox
         self.seqs: dict[str, int] = {}  # the counters: rebuild numbers, when they began, the index generation
         self.file_records: dict[tuple[str, int], PublishedFile] = {}
         self.index: tuple[str, int] | None = None
@@ -74,14 +77,20 @@ class FakeStore:
     def put_state(self, write: PageWrite, expected_rank: str | None, outbox: str, entry_rank: str = "") -> bool:
         return self.aws.put_state(write, expected_rank, outbox, entry_rank)
 
-    def put_entry(self, write: PageWrite) -> bool:
-        return self.aws.put_entry(write)
+    def put_entry(self, write: PageWrite, outbox: str = "", current: bool = False) -> bool:
+        return self.aws.put_entry(write, outbox, current)
 
     def leave_section(self, section: str, write: PageWrite) -> bool:
         return self.aws.leave_section(section, write)
 
     def entry_rank(self, section: str, key: int, url: str) -> str | None:
         return self.aws.entry_rank(section, key, url)
+
+    def entry_item(self, section: str, key: int, url: str) -> EntryItem | None:
+        return self.aws.entry_item(section, key, url)
+
+    def update_entry(self, write: PageWrite, outbox: str) -> tuple[bool, EntryItem | None]:
+        return self.aws.update_entry(write, outbox)
 
     def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
         return self.aws.sent_records(urls, channel, now_s)
@@ -123,6 +132,20 @@ class FakeStore:
                           write.change, write.moved_from, outbox, write.rank,
                           section_named=write.section_named)  # fmt: skip
 
+    def current_pages(self) -> dict[str, PageRecord]:
+        """Every page as it stands (not a call: for checks): its page state, or the newer state its entry records
+        when an update wrote the entry alone (``marks.stored``)."""
+        found = {}
+        for url, page in self.pages.items():
+            sk = entry_sort_key(page.key, url)
+            record = self.manifest.get(page.section, {}).get(sk)
+            item = None
+            if record is not None:
+                current, outbox = self.entry_tags.get((page.section, sk), (False, ""))
+                item = EntryItem(self.entry_ranks[(page.section, sk)], record, current, outbox)
+            found[url] = stored(page, item)
+        return found
+
     def open_outbox(self, outbox: str, urls: list[str]) -> None:
         def put() -> None:
             check_item({"pk": {"S": "outbox"}, "sk": {"S": outbox}, "v": {"N": "1"}, "urls": {"S": "\n".join(urls)}},
@@ -155,6 +178,7 @@ class FakeStore:
                 self.pages[write.url] = self._record(write, "")
                 self.manifest.setdefault(write.section, {})[entry_sort_key(write.key, write.url)] = write.record
                 self.entry_ranks[(write.section, entry_sort_key(write.key, write.url))] = write.rank
+                self.entry_tags[(write.section, entry_sort_key(write.key, write.url))] = (write.kind == "live", "")
 
         self._call("batch_write_item", load)
 

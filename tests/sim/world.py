@@ -593,7 +593,7 @@ class Simulation:
         violations = self.result.violations
         accepted = events.accepted
         published = {n: o.data for n, o in self.s3.objects.items() if n.endswith((".xml", ".xml.gz"))}
-        recorded = {url: page.lastmod for url, page in self.store.pages.items()}
+        recorded = {url: page.lastmod for url, page in self.store.current_pages().items()}
         as_of = AS_OF_US + round(self.clock.now * 1_000_000)
         limits = Limits(max_urls=self.max_urls, max_files_per_index=self.max_files_per_index)
         site = expected_site(accepted, limits, as_of, recorded, violations)
@@ -667,7 +667,8 @@ class Simulation:
         found: list[str] = []
         now_s = AS_OF_US // 1_000_000 + round(self.clock.now)
         held = self.store.held("indexnow", now_s)
-        pages = {url: self.store.pages.get(url) for url in self.ever}
+        current = self.store.current_pages()
+        pages = {url: current.get(url) for url in self.ever}
         for url in sorted(self.ever):
             record = self.store.sent.get((sent_pk(url), "indexnow"))
             told = held[url].digest if url in held else record[1].digest if record is not None else None

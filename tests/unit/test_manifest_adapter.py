@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -15,7 +16,7 @@ from moto import mock_aws
 
 from sitemap_updater.adapters.manifest import ManifestStore
 from sitemap_updater.core.layout import PublishedFile
-from sitemap_updater.core.pages import PageWrite, SentRecord
+from sitemap_updater.core.pages import EntryItem, PageWrite, SentRecord
 from sitemap_updater.core.sharding import KeyRange
 from sitemap_updater.core.snapshots import PendingPut, SnapshotRef
 from sitemap_updater.ports import ImportHold
@@ -192,3 +193,27 @@ def test_a_document_s_urls_are_replaced_by_a_later_webhook_only(store: ManifestS
     assert documents.recall("ghost", "post-1") == [f"{BASE}/b", f"{BASE}/c"]
     assert documents.remember("ghost", "post-1", [], "0002") is True  # the same order again: withdrawn
     assert documents.recall("ghost", "post-1") == [] and documents.recall("ghost", "post-2") == []
+
+
+def test_an_update_written_alone_replaces_only_a_current_older_entry_and_returns_the_item(
+    store: ManifestStore,
+) -> None:
+    # Given p1's entry written current at rank 1, and p2's entry written not current
+    first = _write(1, rank="1", record=b"one")
+    assert store.put_entry(first, "outbox-1", current=True)
+    assert store.put_entry(_write(2, rank="1", record=b"two"))
+    # Then an update of a newer rank replaces p1's entry and returns the item it replaced, unbilled
+    assert store.update_entry(replace(first, rank="3", record=b"three"), "outbox-2") == (
+        True, EntryItem("1", b"one", True, "outbox-1"))  # fmt: skip
+    # And an older one is refused, with the item that is there (its rank, record, outbox)
+    assert store.update_entry(replace(first, rank="2"), "outbox-3") == (
+        False,
+        EntryItem("3", b"three", True, "outbox-2"),
+    )
+    # And an entry not current (p2), or none at all (p3), is never replaced by an update alone
+    assert store.update_entry(_write(2, rank="4"), "o") == (False, EntryItem("1", b"two", False, ""))
+    assert store.update_entry(_write(3, rank="4"), "o") == (False, None)
+    assert store.entry_item("blog", _write(3).key, _write(3).url) is None
+    # And a removal marker is read back without a record
+    assert store.leave_section("blog", _write(2, rank="5"))
+    assert store.entry_item("blog", _write(2).key, _write(2).url) == EntryItem("5", b"", False, "")

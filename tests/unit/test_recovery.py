@@ -152,7 +152,7 @@ class Stack:
 
     def check(self) -> None:
         """Published = the reference model; every object in the bucket is named by the index."""
-        recorded = {url: page.lastmod for url, page in self.store.pages.items() if page.kind == "live"}
+        recorded = {url: page.lastmod for url, page in self.store.current_pages().items() if page.kind == "live"}
         assert self.shown() == oracle.expected_elements(self.sent, AS_OF_US, recorded)
         names = self.named()
         named = set(names)
@@ -301,20 +301,20 @@ def test_lastmod_moves_with_content_only() -> None:
     stack = Stack()
     url = f"{BASE}/blog/a"
     stack.send(event(url, version=1, occurred_at="2026-11-10T00:00:00Z"))
-    assert stack.store.pages[url].lastmod == "2026-11-10T00:00:00+00:00"
+    assert stack.store.current_pages()[url].lastmod == "2026-11-10T00:00:00+00:00"
     # the same content sent again with its lastmod is a no-op: the lastmod does not move
     same = event(url, version=2, occurred_at="2026-11-12T00:00:00Z", lastmod="2026-11-10T00:00:00Z")
     assert stack.send(same)[0].outcome == Outcome.NOOP
-    assert stack.store.pages[url].lastmod == "2026-11-10T00:00:00+00:00"
+    assert stack.store.current_pages()[url].lastmod == "2026-11-10T00:00:00+00:00"
     # without lastmod the newest event alone decides what is shown (README: send lastmod to keep it), so the
     # published lastmod does not depend on the order the two events arrived in
     assert stack.send(event(url, version=2, occurred_at="2026-11-12T00:00:01Z"))[0].outcome == Outcome.ACCEPTED
-    assert stack.store.pages[url].lastmod == "2026-11-12T00:00:01+00:00"
+    assert stack.store.current_pages()[url].lastmod == "2026-11-12T00:00:01+00:00"
     # changed content without lastmod takes the moment of the change
     assert stack.send(event(url, version=3, occurred_at="2026-11-13T00:00:00Z", priority=0.5))[0].outcome == (
         Outcome.ACCEPTED
     )
-    assert stack.store.pages[url].lastmod == "2026-11-13T00:00:00+00:00"
+    assert stack.store.current_pages()[url].lastmod == "2026-11-13T00:00:00+00:00"
     # an older event is stale (outcomes and changes are reported by these names)
     assert stack.send(event(url, version=0, priority=0.1))[0].outcome == "stale"
     gone = stack.send(event(url, type="delete", version=4))[0]

@@ -6,8 +6,8 @@ One table, keys ``pk`` (partition) and ``sk`` (sort); every item but the counter
 
 | item | pk | sk | what |
 |---|---|---|---|
-| page state | ``page#<url id>`` | ``state`` | URL, rank of the newest event, kind, section, digest, lastmod, outbox |
-| manifest entry | ``sec#<section>[#<nn>]`` | ``<key, 16 hex>#<url id>`` | rank, entry or tombstone (none: left) |
+| page state | ``page#<url id>`` | ``state`` | URL, rank (an update may be newer), kind, section, lastmod, outbox |
+| manifest entry | ``sec#<section>[#<nn>]`` | ``<key, 16 hex>#<url id>`` | rank, entry or tombstone, current |
 | rebuild number | ``rebuilds#<section>`` | ``seq`` | a counter each rebuild of the section takes, and when it began |
 | published file | ``files`` | ``<section>#<range start as 16 hex>`` | range, sha256, lastmod, counts, state, snapshot |
 | index | ``index`` | ``index`` | sha256 and generation of the published ``sitemap.xml`` |
@@ -42,7 +42,7 @@ from sitemap_updater.adapters.dynamo_values import n as _n
 from sitemap_updater.adapters.dynamo_values import s as _s
 from sitemap_updater.adapters.file_records import FileRecords
 from sitemap_updater.core.formats import ITEMS
-from sitemap_updater.core.pages import PageRecord, PageWrite, SentRecord
+from sitemap_updater.core.pages import EntryItem, PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KeyRange
@@ -190,33 +190,81 @@ class ManifestStore(FileRecords):
             lambda: self._client.put_item(TableName=self.table, Item=item, **self._condition(expected_rank))
         )
 
-    def put_entry(self, write: PageWrite) -> bool:
-        """The page's manifest entry in its section, unless the item there has this rank or a newer one."""
-        return self._put_section_item(write.section, write, {"record": {"B": write.record}})
+    def put_entry(self, write: PageWrite, outbox: str = "", current: bool = False) -> bool:
+        """The page's manifest entry in its section, unless the item there has this rank or a newer one; naming the
+        ingest batch's ``outbox``, and ``current`` when it is a live entry the page state names (a later update in
+        the section may then replace it alone, ``update_entry``)."""
+        return self.write_item(write.section, write, record=True, outbox=outbox, current=current)[0]
 
     def leave_section(self, section: str, write: PageWrite) -> bool:
         """Replace the page's item in a section it left by a removal marker of the write's rank (no ``record``,
         so no manifest read sees it), unless the item there has this rank or a newer one. A marker rather than a
         delete: an older event still writing its entry there finds a newer rank and changes nothing."""
-        return self._put_section_item(section, write, {})
+        return self.write_item(section, write, record=False)[0]
 
-    def _put_section_item(self, section: str, write: PageWrite, record: dict[str, Any]) -> bool:
-        key = {"pk": _s(entry_pk(section, write.key, self.partitions)), "sk": _s(entry_sort_key(write.key, write.url))}
-        return _conditional(
-            lambda: self._client.put_item(
+    def _entry_key(self, section: str, key: int, url: str) -> dict[str, Any]:
+        return {"pk": _s(entry_pk(section, key, self.partitions)), "sk": _s(entry_sort_key(key, url))}
+
+    def _entry_attributes(self, write: PageWrite, record: bool, outbox: str, current: bool) -> dict[str, Any]:
+        return {
+            **({"record": {"B": write.record}} if record else {}),
+            **({"current": {"BOOL": True}} if current else {}),
+            **({"outbox": _s(outbox)} if outbox else {}),
+        }
+
+    def write_item(
+        self, section: str, write: PageWrite, *, record: bool, outbox: str = "", current: bool = False
+    ) -> tuple[bool, EntryItem | None]:
+        """The page's item in ``section``: its entry (``record``; ``current`` when it is a live entry the page state
+        already names, so that a later update in the section may replace it alone) or a removal marker, unless the
+        item there has this rank or a newer one. Returns whether it was written and, when not, the item found."""
+        item = {**self._entry_key(section, write.key, write.url), **_V, "rank": _s(write.rank)}
+        item.update(self._entry_attributes(write, record, outbox, current))
+        return self._put_entry_item(item, "attribute_not_exists(pk) OR #rank < :rank", write.rank, {})
+
+    def update_entry(self, write: PageWrite, outbox: str) -> tuple[bool, EntryItem | None]:
+        """An update that stays in its section, as one write: the page's entry, only if the item there is
+        *current* (a live entry in the section the page state names) and of an older rank. The page state is not
+        written: the entry's rank is then newer than the state's, and the entry names the batch's outbox.
+        Returns whether it was written and the item it replaced or found (no read unit is billed for either)."""
+        item = {**self._entry_key(write.section, write.key, write.url), **_V, "rank": _s(write.rank)}
+        item.update(self._entry_attributes(write, True, outbox, True))
+        condition = "attribute_exists(#current) AND #rank < :rank"
+        return self._put_entry_item(item, condition, write.rank, {"#current": "current"})
+
+    def _put_entry_item(
+        self, item: dict[str, Any], condition: str, rank: str, names: dict[str, str]
+    ) -> tuple[bool, EntryItem | None]:
+        try:
+            response = self._client.put_item(
                 TableName=self.table,
-                Item={**key, **_V, "rank": _s(write.rank), **record},
-                ConditionExpression="attribute_not_exists(pk) OR #rank < :rank",
-                ExpressionAttributeNames={"#rank": "rank"},
-                ExpressionAttributeValues={":rank": _s(write.rank)},
+                Item=item,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#rank": "rank", **names},
+                ExpressionAttributeValues={":rank": _s(rank)},
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            found: Any = exc.response.get("Item")
+            return False, None if not found else entry_item(found, item["sk"]["S"])
+        old: Any = response.get("Attributes")
+        return True, None if not old else entry_item(old, item["sk"]["S"])
+
+    def entry_item(self, section: str, key: int, url: str) -> EntryItem | None:
+        """The page's item in ``section`` (strongly consistent): None when there is none."""
+        item = self._client.get_item(
+            TableName=self.table, Key=self._entry_key(section, key, url), ConsistentRead=True
+        ).get("Item")
+        return None if item is None else entry_item(item, f"the {section} entry of {url}")
 
     def entry_rank(self, section: str, key: int, url: str) -> str | None:
         """The rank of the page's item in ``section`` (strongly consistent): None when there is none."""
         item = self._client.get_item(
             TableName=self.table,
-            Key={"pk": _s(entry_pk(section, key, self.partitions)), "sk": _s(entry_sort_key(key, url))},
+            Key=self._entry_key(section, key, url),
             ConsistentRead=True,
             ProjectionExpression="v, #rank",
             ExpressionAttributeNames={"#rank": "rank"},
@@ -297,6 +345,7 @@ class ManifestStore(FileRecords):
                     **_V,
                     "rank": _s(write.rank),
                     "record": {"B": write.record},
+                    **({"current": {"BOOL": True}} if write.kind == "live" else {}),
                 }
             )
         self._batch_write(items)
@@ -608,6 +657,18 @@ class ManifestStore(FileRecords):
     def _held_key(url: str, channel: str) -> dict[str, Any]:
         """A held change's key: one partition per channel (a Query lists them), the URL's SHA-256 as sort key."""
         return {"pk": _s(f"held#{channel}"), "sk": _s(hashlib.sha256(url.encode()).hexdigest())}
+
+
+def entry_item(item: Any, what: str) -> EntryItem:
+    """A section's item of a page as read or returned by a write (UnknownFormat for one of another format version).
+    ``current`` and ``outbox`` are written only when they say something (absent: not current, no outbox)."""
+    checked(item, ITEMS, what)
+    return EntryItem(
+        item["rank"]["S"],
+        bytes(item["record"]["B"]) if "record" in item else b"",
+        item.get("current", {}).get("BOOL", False),
+        item.get("outbox", {}).get("S", ""),
+    )
 
 
 def page_record(url: str, item: dict[str, Any]) -> PageRecord:

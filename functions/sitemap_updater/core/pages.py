@@ -47,6 +47,19 @@ class SentRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class EntryItem:
+    """A page's item in one section, as read or as a conditional write found it: its rank, its encoded state
+    (``b""`` for a removal marker), whether it is *current* (a live entry whose rank is the page's newest and whose
+    section is the page's: an update in that section may replace it by itself, without the page state) and the
+    ingest batch whose outbox names its change ("" for none)."""
+
+    rank: str
+    record: bytes
+    current: bool = False
+    outbox: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class PageWrite(PageFields):
     """A change to record: the new page state and its manifest entry (an encoded PageState)."""
 

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
 from sitemap_updater.core.entry import w3c_micros
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
-from sitemap_updater.core.pages import PageRecord, PageWrite
-from sitemap_updater.core.records import encode_state
+from sitemap_updater.core.pages import EntryItem, PageFields, PageRecord, PageWrite
+from sitemap_updater.core.records import decode_states, encode_state
 from sitemap_updater.core.reduce import PageState, state_from_event
+from sitemap_updater.ports import Manifest
 from sitemap_updater.service.dead_letters import DeadLetters, dead_letter, error_text, failure_reason
-from sitemap_updater.service.marks import MarkBatch, requeue, written
+from sitemap_updater.service.marks import MarkBatch, requeue, stored
 from sitemap_updater.service.pipeline import Pipeline
 
 _ATTEMPTS = 5
+_FIELDS = [f.name for f in fields(PageFields)]
 
 
 class Outcome(StrEnum):
@@ -92,7 +94,7 @@ def ingest(body: str | bytes | dict[str, Any], pipeline: Pipeline, marks: MarkBa
     if event.news is not None:
         batch.news(event.url)
     for _ in range(_ATTEMPTS):
-        outcome, change = _apply(state, pipeline.store.get_page(event.url), pipeline, batch)
+        outcome, change = _apply(state, pipeline, batch)
         if outcome is not None:
             if marks is None:
                 batch.flush()
@@ -105,45 +107,128 @@ def record_state(pipeline: Pipeline, state: PageState) -> Outcome:
     rebuild marks: the bootstrap renders every range afterwards. A newer state already recorded (a live event,
     or a newer line of another chunk) is kept. Raises IngestConflict when the page kept changing."""
     for _ in range(_ATTEMPTS):
-        outcome, _change = _apply(state, pipeline.store.get_page(state.url), pipeline, None)
+        outcome, _change = _apply(state, pipeline, None)
         if outcome is not None:
             return outcome
     raise IngestConflict(f"{state.url}: changed concurrently {_ATTEMPTS} times; will be retried")
 
 
 def _apply(
-    state: PageState, old: PageRecord | None, pipeline: Pipeline, marks: MarkBatch | None
+    state: PageState, pipeline: Pipeline, marks: MarkBatch | None, read: PageRecord | None = None
 ) -> tuple[Outcome | None, str | None]:
     """One optimistic attempt; (None, None) when another writer got in first. Without ``marks`` (a bulk load),
-    a change is recorded under no outbox and sends no marks. The writes, each conditional on its own item:
-    the page state (on the rank read), a removal marker in each section it names in ``moved_from``, then the
-    entry; ``docs/architecture.md`` ("Ingest") explains why every crash point and race ends right."""
-    if old is None:
-        return _record(page_write(state), None, pipeline, marks)
+    a change is recorded under no outbox and sends no marks. An update that stays in its section writes its entry
+    alone when that entry is current (``_update``); anything else reads the page state and the item in its
+    section and writes (``_change_page``). ``read``: the page state the caller read (a re-section), used as is."""
+    if marks is not None and read is None and state.entry is not None:
+        outcome = _update(state, pipeline, marks)
+        if outcome is not None:
+            return outcome
     store = pipeline.store
-    if state.rank == old.rank and not written(store, old):
+    page = read if read is not None else store.get_page(state.url)
+    if page is None:
+        return _record(page_write(state), None, pipeline, marks)
+    item = store.entry_item(page.section, page.key, page.url)
+    old = stored(page, item)
+    if old is not page and (old.kind != page.kind or old.section != page.section):
+        # The entry shows the page otherwise than its state does (a deletion that wrote its tombstone and stopped
+        # before the state, or a state that lost its entry to a newer update): the state is brought up to it.
+        store.put_state(_fields_write(old), page.rank, old.outbox)
+        return None, None  # decided again on the next attempt
+    return _decide(state, page.rank, old, item, pipeline, marks)
+
+
+def _update(state: PageState, pipeline: Pipeline, marks: MarkBatch) -> tuple[Outcome | None, str | None] | None:
+    """An update as one write: its entry, if the entry in its section is current and older. None when it is not
+    (no entry there, a tombstone, a marker, an entry written before current entries were, or one older than the
+    page state): the page state decides. The entry names the batch's outbox, so a redelivery finds its marks."""
+    store = pipeline.store
+    fresh = not marks.asked(state.url)
+    outbox = marks.outbox_for(state.url)
+    write = page_write(state)
+    done, item = store.update_entry(write, outbox)
+    if done and item is not None:
+        # The change the entry recorded needs no marks of its own, even if its batch died before sending them: an
+        # entry is current only when its change moved the page from no other section, and this change's marks
+        # ask for the same section's rebuild, which reads this entry.
+        (before,) = decode_states(item.record)
+        if before.digest == state.digest:
+            if fresh:
+                marks.settle(state.url)
+            return Outcome.NOOP, None  # a newer event with the same entry: only the rank moved; nothing is dirty
+        marks.add(replace(write, change="updated"))
+        return Outcome.ACCEPTED, "updated"
+    store = pipeline.store
+    if (
+        item is not None
+        and item.current
+        and (
+            item.rank > state.rank
+            or not item.outbox
+            or (item.outbox != marks.outbox and not store.outbox_open(item.outbox))
+        )
+    ):  # stale, or a duplicate whose marks were sent
+        if fresh:
+            marks.settle(state.url)
+        return (Outcome.STALE if item.rank > state.rank else Outcome.NOOP), None
+    # A redelivery of a change whose marks may not have been sent (its entry names an outbox), or anything the
+    # entry alone cannot decide: the page state decides.
+    if fresh:
+        marks.settle(state.url)  # asked again if the change is recorded below
+    return None
+
+
+def _fields_write(page: PageRecord) -> PageWrite:
+    return PageWrite(**{name: getattr(page, name) for name in _FIELDS}, record=b"")
+
+
+def _decide(
+    state: PageState,
+    expected: str,
+    old: PageRecord,
+    item: EntryItem | None,
+    pipeline: Pipeline,
+    marks: MarkBatch | None,
+) -> tuple[Outcome | None, str | None]:
+    """The page state (of rank ``expected``, as stored) and the item in its section read: ``old`` is the newer
+    of the two. The writes, each conditional on its own item: a removal marker in each section the page leaves
+    (and a deletion's tombstone in the page's own section), then the page state (on the rank read), then the
+    entry; ``docs/architecture.md`` ("Ingest") explains why every crash point and race ends right."""
+    store = pipeline.store
+    done = item is not None and item.rank >= (old.entry_rank or old.rank)
+    if state.rank == old.rank and not done:
         # This state's own writes may have stopped after the page state (a crash, a write that raised): finish them.
         write = replace(page_write(state), change=old.change, moved_from=old.moved_from)
-        return _record(write, old.rank, pipeline, marks)
+        return _record(write, expected, pipeline, marks)
     unsent = _unsent(old, pipeline, marks)
     if state.rank <= old.rank:
-        if unsent and (state.rank == old.rank or written(store, old)):
+        if unsent and (state.rank == old.rank or done):
             _send(old, pipeline, marks)  # its writes are done; unfinished ones are left to their event
         return (Outcome.STALE if state.rank < old.rank else Outcome.NOOP), None
+    if item is not None and item.rank > state.rank:
+        return Outcome.STALE, None  # a removal marker of a newer move, written before its page state
     write = page_write(state, old)
     unchanged = not unsent and _unchanged(old, write)
-    done = not unsent and bool(old.moved_from or unchanged) and written(store, old)
+    complete = not unsent and bool(old.moved_from or unchanged) and done
     left = {old.section}
-    if unsent or not done:
+    if unsent or not complete:
         left.update(old.moved_from)  # the markers the stored move may not have written yet
     write = replace(write, moved_from=tuple(sorted(left - {write.section})))
     if unsent and marks is None:
         requeue(pipeline, [old])  # a bulk load sends no marks of its own
-    elif unchanged and done and not write.moved_from:
-        # A newer event with the same entry: only the rank moves, the entry (done) is kept; nothing is dirty.
-        kept = store.put_state(write, old.rank, "", old.entry_rank or old.rank)
+    elif unchanged and complete and not write.moved_from:
+        if write.kind == "live":
+            if item is not None and item.current:  # the entry alone takes the rank; it marks nothing
+                return (Outcome.NOOP, None) if store.update_entry(write, "")[0] else (None, None)
+            # An entry written before entries were current: the state takes the rank, the entry becomes current.
+            if not store.put_state(write, expected, ""):
+                return None, None
+            store.put_entry(write, current=True)
+            return Outcome.NOOP, None
+        # A newer deletion of a deleted page: only the rank moves, the tombstone (done) is kept; nothing is dirty.
+        kept = store.put_state(write, expected, "", old.entry_rank or old.rank)
         return (Outcome.NOOP, None) if kept else (None, None)
-    return _record(write, old.rank, pipeline, marks, old if unsent else None)
+    return _record(write, expected, pipeline, marks, old if unsent else None)
 
 
 def _record(
@@ -153,21 +238,45 @@ def _record(
     marks: MarkBatch | None,
     unsent: PageRecord | None = None,
 ) -> tuple[Outcome | None, str | None]:
-    """Write the page state, then remove the page from the sections it names, then write its entry; the marks
-    (with those of ``unsent``, the replaced change whose marks may not have been sent) go with the batch's."""
+    """Remove the page from the sections it leaves (and write a deletion in its own section), then write the page
+    state, then its entry; the marks (with those of ``unsent``, the replaced change whose marks may not have been
+    sent) go with the batch's. Whatever could be current (an entry an update may replace alone) is replaced before
+    the page state says otherwise, so no update lands in a section the page has left or on a page it deleted."""
     store = pipeline.store
     outbox = marks.outbox_for(write.url) if marks is not None else ""
+    first = write.kind == "deleted" and expected is not None and not write.moved_from
+    # A failed condition below means a newer event wrote the item first: its rank wins there, as it should; if
+    # that is an update of a current entry, this event is stale and the next attempt finds it so.
+    for section in write.moved_from:
+        if not store.leave_section(section, write) and _current(store, section, write):
+            return None, None
+    if first and not store.put_entry(write, outbox) and _current(store, write.section, write, record=True):
+        return None, None
     if not store.put_state(write, expected, outbox):
         return None, None
-    # A failed condition below means a newer event wrote the item first: its rank wins there, as it should.
-    for section in write.moved_from:
-        store.leave_section(section, write)
-    store.put_entry(write)
+    # Current (an update may replace it alone) unless the change also left other sections: the next update then
+    # reads the page state, which names them, in case this change's marks are never sent.
+    current = write.kind == "live" and not write.moved_from
+    if not first and not store.put_entry(write, outbox, current=current):
+        found = store.entry_item(write.section, write.key, write.url)
+        if found is not None and found.current and found.rank > write.rank:
+            # An update of an entry that became current after this state's read got in first: the state follows it.
+            (newer,) = decode_states(found.record)
+            ahead = replace(page_write(newer), rank=found.rank, change="updated", moved_from=())
+            store.put_state(ahead, write.rank, found.outbox)
+            return None, None
     if marks is not None:
         if unsent is not None and not marks.has(unsent.url):
             marks.add(unsent)
         marks.add(write)
     return Outcome.ACCEPTED, write.change or None
+
+
+def _current(store: Manifest, section: str, write: PageWrite, record: bool = False) -> bool:
+    """After a write of the page's item in ``section`` failed: whether a newer entry an update may replace alone
+    is there (``record``: or any newer entry)."""
+    found = store.entry_item(section, write.key, write.url)
+    return found is not None and found.rank > write.rank and (found.current or (record and bool(found.record)))
 
 
 def _unsent(old: PageRecord, pipeline: Pipeline, marks: MarkBatch | None) -> bool:

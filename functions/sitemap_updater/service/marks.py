@@ -16,9 +16,12 @@ import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
+from sitemap_updater.core.entry import w3c_micros
 from sitemap_updater.core.messages import PageMark, mark_messages
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.pages import PageFields, PageRecord
+from sitemap_updater.core.pages import EntryItem, PageFields, PageRecord
+from sitemap_updater.core.records import decode_states
+from sitemap_updater.core.reduce import PageState
 from sitemap_updater.ports import Manifest
 from sitemap_updater.service.pipeline import Pipeline
 
@@ -27,6 +30,19 @@ from sitemap_updater.service.pipeline import Pipeline
 OUTBOX_ABANDONED_S = 900
 
 _opened = itertools.count()  # told apart outboxes of identical batches opened in the same microsecond
+
+
+def lastmod_text(state: PageState) -> str:
+    """The lastmod a page state records, as its page-state item holds it: the rendered one (a date or a date-time,
+    "" when the entry has none), or a tombstone's moment of deletion."""
+    if state.entry is None:
+        assert state.tombstone is not None
+        return w3c_micros(state.tombstone.deleted_us)
+    body = state.entry.body
+    start = body.find(b"<lastmod>") + len(b"<lastmod>")
+    if start < len(b"<lastmod>"):
+        return ""
+    return body[start : body.index(b"</lastmod>", start)].decode()
 
 
 def outbox_name(opened_us: int, batch: str) -> str:
@@ -67,6 +83,15 @@ class MarkBatch:
             self.outbox = name
         self._asked.add(url)
         return self.outbox
+
+    def asked(self, url: str) -> bool:
+        """Whether an event of this batch may have recorded a change of ``url`` under the outbox."""
+        return url in self._asked
+
+    def settle(self, url: str) -> None:
+        """``url``'s event recorded no change that needs marks (stale, a duplicate, or an unchanged entry): the
+        outbox need not stay open for it."""
+        self._asked.discard(url)
 
     def add(self, page: PageFields) -> None:
         self._pages.append(page)
@@ -112,21 +137,57 @@ def requeue(pipeline: Pipeline, pages: Sequence[PageFields]) -> None:
 
 
 def written(store: Manifest, page: PageRecord) -> bool:
-    """Whether every write of a stored page state is done: its entry (written last) has the rank it expects.
-    Until then no mark of it is sent: whoever finishes the writes sends them (the same marks sent earlier would
-    be dropped by the rebuild queue's deduplication, and the rebuild they asked for may have missed the entry)."""
-    return store.entry_rank(page.section, page.key, page.url) == (page.entry_rank or page.rank)
+    """Whether every write of a stored page state is done: its entry (written last) has the rank it expects, or a
+    newer one (an update in the section that wrote its entry alone). Until then no mark of it is sent: whoever
+    finishes the writes sends them (the same marks sent earlier would be dropped by the rebuild queue's
+    deduplication, and the rebuild they asked for may have missed the entry)."""
+    rank = store.entry_rank(page.section, page.key, page.url)
+    return rank is not None and rank >= (page.entry_rank or page.rank)
+
+
+def stored(page: PageRecord, item: EntryItem | None) -> PageRecord:
+    """The page as it stands: its page state, or, when the item in the state's section is an entry of a newer rank
+    (an update in the section wrote its entry alone, or a deletion wrote its tombstone before the state), the state
+    that entry records, naming the entry's outbox."""
+    if item is None or not item.record or item.rank <= (page.entry_rank or page.rank):
+        return page
+    (state,) = decode_states(item.record)
+    kind = "live" if state.entry is not None else "deleted"
+    was_live = page.kind == "live"
+    change = ("updated" if was_live else "added") if kind == "live" else ("removed" if was_live else "")
+    return PageRecord(
+        url=page.url,
+        rank=item.rank,
+        kind=kind,
+        section=state.section,
+        key=state.key,
+        digest=state.digest,
+        lastmod=lastmod_text(state),
+        change=change,
+        moved_from=(),
+        outbox=item.outbox,
+        entry_rank=item.rank,
+        section_named=state.named,
+    )
 
 
 def sweep_outboxes(pipeline: Pipeline) -> int:
     """Send the marks of every outbox left open by a batch that is over, then close it; the pages sent. A page
-    whose writes stopped after its state is left to its event's redelivery or to the page's next event."""
+    whose writes stopped after its state is left to its event's redelivery or to the page's next event. A page
+    whose update wrote its entry alone is found by the outbox its entry names."""
     store = pipeline.store
     before = opened_before(to_micros(pipeline.clock()) - OUTBOX_ABANDONED_S * 1_000_000)
     sent = 0
     for outbox, urls in store.outboxes(before):
-        pages = [page for url in urls if (page := store.get_page(url)) is not None and page.outbox == outbox]
-        pages = [page for page in pages if written(store, page)]
+        pages = []
+        for url in urls:
+            page = store.get_page(url)
+            if page is None:
+                continue
+            item = store.entry_item(page.section, page.key, page.url)
+            now = stored(page, item)
+            if now.outbox == outbox and item is not None and item.rank >= (now.entry_rank or now.rank):
+                pages.append(now)
         requeue(pipeline, pages)
         store.close_outbox(outbox)
         sent += len(pages)

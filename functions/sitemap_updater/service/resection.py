@@ -42,8 +42,8 @@ from sitemap_updater.service.bootstrap import (
     _run,
     write_counts,
 )
-from sitemap_updater.service.ingest import _ATTEMPTS, _apply, page_write
-from sitemap_updater.service.marks import written
+from sitemap_updater.service.ingest import _ATTEMPTS, Outcome, _apply, page_write
+from sitemap_updater.service.marks import stored
 from sitemap_updater.service.pipeline import Pipeline
 
 SEGMENTS = 16  # parallel Scan segments (the map's children); DynamoDB allows up to 1,000,000
@@ -85,21 +85,29 @@ def move_page(pipeline: Pipeline, url: str) -> str:
     stored state's own writes are not done: its event, sent again, finishes them under the new setting). Raises
     BootstrapError when the page kept changing.
 
-    The moved entry is written first, then ingest's writes (``ingest._apply``: the page state conditional on the
-    rank read, the removal marker in the old section, the entry again, which finds itself there): the marker
+    The moved entry is written first, then ingest's writes (``ingest._apply``: the removal marker in the old
+    section, the page state conditional on the rank read, the entry again, which finds itself there): the marker
     replaces the only copy of the entry, so the copy must already be in the new section when it is written. A
-    move cut short after its page state is finished by the next pass over the page (``needs_move``); one cut
-    short before it is made again with the same rank; one that lost its page state to a newer event takes its
-    entry back."""
+    move cut short after its marker is finished by the next pass over the page (``_resume``), and one cut short
+    after its page state by an earlier version's order (state, then marker) too (``_finish``); one cut short
+    before them is made again with the same rank; one that lost its page state to a newer event takes its entry
+    back."""
     store = pipeline.store
     for _ in range(_ATTEMPTS):
-        old = store.get_page(url)  # strongly consistent: the Scan's copy may be older
-        if old is None or old.section_named:
+        read = store.get_page(url)  # strongly consistent: the Scan's copy may be older
+        if read is None:
+            return "kept"
+        # The page as it stands: an update in its section may have written its entry alone, after the state.
+        item = store.entry_item(read.section, read.key, read.url)
+        old = stored(read, item)
+        if old.section_named:
             return "kept"
         section = _target(pipeline, old)
         if old.section == section:
-            return _finish(store, old)
-        if not written(store, old):
+            return _finish(store, read)
+        if item is not None and not item.record and is_moved(item.rank) and item.rank > old.rank:
+            return _resume(pipeline, read, old, section)
+        if item is None or item.rank < (old.entry_rank or old.rank):
             return "unfinished"
         # One Query of the page's key (the worker reads ranges by Query; no BatchGetItem), then its URL.
         found = [s for s in store.entries(old.section, KeyRange(old.key, old.key + 1, 64)) if s.url == old.url]
@@ -108,13 +116,23 @@ def move_page(pipeline: Pipeline, url: str) -> str:
         state = _moved(found[0], old, section)
         ahead = page_write(state, old)
         store.put_entry(ahead)
-        outcome, _change = _apply(state, old, pipeline, None)
-        if outcome is not None:
+        outcome, _change = _apply(state, pipeline, None, read)
+        if outcome is Outcome.ACCEPTED:
             return "moved"
         # Another writer changed the page first: take back the entry written ahead (a marker just above its rank,
         # below any rank a later event or move of the page has), unless a newer entry is there already.
         store.leave_section(section, replace(ahead, rank=ahead.rank + " "))
     raise BootstrapError(f"url: {url!r} changed concurrently {_ATTEMPTS} times; the segment will be retried")
+
+
+def _resume(pipeline: Pipeline, read: PageRecord, old: PageRecord, section: str) -> str:
+    """A move cut short after its removal marker, before its page state: its entry is ahead in ``section``, the old
+    section holds its marker; the page state and the entry are written now, by the same rank ("finished")."""
+    found = [s for s in pipeline.store.entries(section, KeyRange(old.key, old.key + 1, 64)) if s.url == old.url]
+    if len(found) != 1:
+        return "unfinished"
+    outcome, _change = _apply(_moved(found[0], old, section), pipeline, None, read)
+    return "finished" if outcome is Outcome.ACCEPTED else "unfinished"
 
 
 def _finish(store: Manifest, page: PageRecord) -> str:
