@@ -110,7 +110,7 @@ def test_an_index_rebuild_that_always_fails_is_dead_lettered_with_its_reason(
     # When a page is published
     run.send_wave(bodies([event(f"{BASE}/blog/a")]))
     # Then its index requests are in the index DLQ with the error, and the section's file was still published
-    _check_reasons(_dead_letters(run, "IndexDeadLetterQueue"), "TimeoutError: bucket unreachable", "index")
+    _check_reasons(_dead_letters(run, "IndexDeadLetterQueue"), "TimeoutError: bucket unreachable", "index", 6)
     published = run.published()
     assert "sitemap.xml" not in published
     assert any(name.startswith("sitemap-blog-") for name in published)
