@@ -29,10 +29,14 @@ def test_no_update_is_lost_stale_or_announced_twice(seed: int) -> None:
     result = simulation.run()
     # Then the published files equal the reference model, the index never named a missing file, no older
     # bytes replaced newer ones, malformed events are in the DLQ with a reason, and every published change was
-    # announced to IndexNow once (a crash after an accepted POST may repeat it)
+    # announced to IndexNow once (a crash after an accepted POST may repeat it); in a thirteenth of the seeds no
+    # notifier is on, and the notifier is never invoked
     assert result.violations == []
     assert sum(result.faults.get(kind, 0) for kind in ("raised", "died")) > 0
-    assert result.posts > 0
+    if simulation.notifiers:
+        assert result.posts > 0
+    else:
+        assert result.posts == 0 and "NotifyFunction" not in result.invocations_by_function
 
 
 def test_an_event_that_fails_on_every_receive_ends_in_the_dead_letter_queue_and_the_rest_publishes() -> None:
