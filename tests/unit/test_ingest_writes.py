@@ -324,3 +324,19 @@ def test_an_older_update_after_a_deletion_that_died_after_its_page_state_is_stal
     stack.drain()
     stack.check()
     assert not stack.shown()
+
+
+def test_a_newer_event_with_the_same_entry_marks_a_change_whose_batch_died_before_its_marks() -> None:
+    # Given blog/a recorded (its entry current) by a batch that died before sending its marks
+    stack = Stack()
+    first = page("a", version=1, lastmod="2026-11-01")
+    with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
+        stack.send(first)
+    # When a newer event with the same entry replaces the entry alone, and the sweep runs an hour later
+    stack.send(page("a", version=2, lastmod="2026-11-01"))
+    later = NOW + timedelta(seconds=OUTBOX_ABANDONED_S + 1)
+    sweep(replace(stack.pipeline, clock=lambda: later))
+    stack.drain()
+    # Then the page is published (the newer event marked its section in place of the batch that died)
+    stack.check()
+    assert list(stack.shown()) == [first["url"]]

@@ -152,7 +152,7 @@ def _update(state: PageState, pipeline: Pipeline, marks: MarkBatch) -> tuple[Out
         # entry is current only when its change moved the page from no other section, and this change's marks
         # ask for the same section's rebuild, which reads this entry.
         (before,) = decode_states(item.record)
-        if before.digest == state.digest:
+        if before.digest == state.digest and not _unsent_entry(item, pipeline, marks):
             if fresh:
                 marks.settle(state.url)
             return Outcome.NOOP, None  # a newer event with the same entry: only the rank moved; nothing is dirty
@@ -176,6 +176,16 @@ def _update(state: PageState, pipeline: Pipeline, marks: MarkBatch) -> tuple[Out
     if fresh:
         marks.settle(state.url)  # asked again if the change is recorded below
     return None
+
+
+def _unsent_entry(item: EntryItem, pipeline: Pipeline, marks: MarkBatch) -> bool:
+    """Whether the change an entry recorded may have no marks sent: its batch's outbox is still open (or it is this
+    batch's, not yet marked). An update with the same entry then marks the section in its place."""
+    if not item.outbox:
+        return False
+    if item.outbox == marks.outbox:
+        return True
+    return pipeline.store.outbox_open(item.outbox)
 
 
 def _fields_write(page: PageRecord) -> PageWrite:
