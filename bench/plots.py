@@ -36,6 +36,11 @@ FRESHNESS_ALT = (
     "Freshness per scenario: the share of changed pages the CDN surely serves against seconds since the CMS sent "
     "the event, with the goals (p50 at most 20 s, p99 at most 60 s) marked"
 )
+PRICE_LIST = FIGURES / "price-list.png"
+PRICE_LIST_ALT = (
+    "Cost per million events against the FreshnessSeconds setting, a line per rate (1 event/s, 50 events/s, the "
+    "one-section burst of 1,000/s), both axes logarithmic: a longer promise costs less at low rates"
+)
 
 
 @dataclass(frozen=True)
@@ -99,10 +104,11 @@ def line_chart(
     step: bool = False,
     marks: Sequence[tuple[str, float]] = (),
     dashed: Collection[str] = (),
+    ticks: tuple[Sequence[float], Sequence[float]] = ((), ()),
 ) -> Path:
     """One line per series (its (x, y) points, in order), markers on the points unless ``step`` (a step line, as a
     distribution is drawn); ``marks`` are labelled vertical lines (a goal, a limit), ``dashed`` the series drawn
-    dashed (a reference rather than a contender)."""
+    dashed (a reference rather than a contender); ``ticks`` the x and y values to label, where not the default."""
     with _style():
         figure, axes = _figure()
         _axes(axes, title, x, y)
@@ -118,6 +124,9 @@ def line_chart(
             axes.axvline(at, color="#555555", linestyle="--", linewidth=0.8)
             axes.annotate(label, (at, 1), xycoords=("data", "axes fraction"), xytext=(-3, -10), ha="right",
                           textcoords="offset points", fontsize=8, color="#555555")  # fmt: skip
+        for values, set_ticks in zip(ticks, (axes.set_xticks, axes.set_yticks), strict=True):
+            if values:
+                set_ticks(list(values), [_number(v) for v in values])
         axes.legend(loc="best", frameon=False)
         return _save(figure, path)
 
@@ -196,6 +205,22 @@ def freshness(data: dict[str, Any], path: Path = FRESHNESS) -> Path:
                       marks=[("goal: p50 at most 20 s", 20.0), ("p99 at most 60 s", 60.0)])  # fmt: skip
 
 
+def price_list(rows: Sequence[Mapping[str, Any]], path: Path = PRICE_LIST) -> Path:
+    """Figure: the price list (``bench.report.price_list``'s rows), USD per million events against the freshness
+    setting, a line per rate."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for row in sorted(rows, key=lambda r: (r["rate"], r["freshness_setting_s"])):
+        series.setdefault(row["scenario"], []).append((float(row["freshness_setting_s"]), row["usd_per_million"]))
+    settings = sorted({float(row["freshness_setting_s"]) for row in rows})
+    dollars = [d for d in (1, 2, 3, 5, 10, 20, 30, 50, 100) if d <= max(r["usd_per_million"] for r in rows) * 1.2]
+    return line_chart(path, "Cost per million events against the freshness setting",
+                      Axis("FreshnessSeconds (s)", log=True), Axis("USD per 1,000,000 events", log=True),
+                      series, ticks=(settings, dollars))  # fmt: skip
+
+
 def incremental(data: dict[str, Any]) -> list[Path]:
-    """The figures of ``bench.incremental``'s JSON."""
-    return [cost_per_million(data), freshness(data)]
+    """The figures of ``bench.incremental``'s JSON (the price list's when it holds the freshness sweep)."""
+    drawn = [cost_per_million(data), freshness(data)]
+    if data.get("price_list"):
+        drawn.append(price_list(data["price_list"]))
+    return drawn

@@ -215,6 +215,8 @@ def _sweep(data: dict[str, Any]) -> list[str]:
         "burst as above. USD per million events at list prices (as in the table above); freshness in virtual "
         "time, from the CMS's send to the CDN surely serving the change (the CDN's 5 s included).",
         "",
+        f"![{plots.PRICE_LIST_ALT}](benchmarks/{plots.PRICE_LIST.name})",
+        "",
         "| scenario | " + " | ".join(f"{f} s" for f in settings) + " |",
         "|---|" + "---:|" * len(settings),
     ]

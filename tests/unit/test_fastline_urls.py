@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sitemap_updater.core import fasturl
 from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.fasturl import KEPT_ESCAPE, UrlCanonicaliser, session_search
+from sitemap_updater.core.text import forbidden_character
 from sitemap_updater.core.urls import _PATH_SAFE, MAX_URL_LENGTH, Site, UrlError, _percent_encode, canonical_page_url
 from tests.conftest import HORIZON
 from tests.unit.test_fastline import BASE, SITES, model_record
@@ -274,3 +275,106 @@ def test_a_session_id_is_found_as_the_rules_find_it(names: frozenset[str], query
     found = session_search(names)(query) is not None
     # Then it finds one exactly when the rules would remove one
     assert found is any(pair.split("=", 1)[0].lower() in names for pair in query.split("&"))
+
+
+def test_the_characters_above_ascii_the_one_match_takes_are_the_ones_xml_allows() -> None:
+    # Given every character above ASCII, and XML's rule as core.text states it
+    every = "".join(map(chr, range(0x80, 0x110000)))
+    # When the fast path's class of them reads each
+    taken = re.compile(f"[{fasturl.ABOVE_ASCII}]").sub("", every)
+    # Then it takes exactly the ones XML allows
+    assert taken == "".join(c for c in every if forbidden_character(c) is not None)
+
+
+WRITTEN = [
+    f"{BASE}/blog/über-straße-1",
+    f"{BASE}/日本/x",
+    f"{BASE}/über/x",
+    f"{BASE}/a/\U0001f600?x=1",
+    f"{BASE}/a/\u0085\u00a0\ufeff",
+    f"{BASE}/caf%C3%A9/ü",
+    f"{BASE}/shop/page-1?q=größe",
+    f"{BASE}/shop/page-1?q=größe&r='1'",
+    f"{BASE}/blog/page-1#top",
+    f"{BASE}/blog/page-1?ref=a#top",
+    f"{BASE}/blog/page-1#",
+    f'{BASE}/blog/page-1#a?b#c/<>"',
+    f"{BASE}/blog/ü#ü",
+    f"{BASE}/",
+    f"{BASE}/ü",
+]
+
+
+@pytest.mark.parametrize("url", WRITTEN)
+@pytest.mark.parametrize("site", [*SITES, SESSIONS, Site.parse(BASE, sections=frozenset({"über", "日本", "a"}))])
+def test_urls_above_ascii_or_with_a_fragment_are_taken_by_one_match(
+    url: str, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a URL on the site with characters above ASCII in its path or query, or a fragment, the rest canonical
+    raw = json.dumps({"type": "upsert", "url": url, "occurred_at": "2026-11-20T10:00:00Z"}, ensure_ascii=False)
+    expected = model_record(raw.encode(), site)
+
+    def canonical(*_args: Any, **_kwargs: Any) -> str:
+        raise AssertionError(f"{url} was canonicalised apart")
+
+    # When the fast path reads it, with its own canonicaliser (and so the rules' parser) out of its reach
+    monkeypatch.setattr(UrlCanonicaliser, "canonical", canonical)
+    fast = LineParser(site, HORIZON).record(raw.encode())
+    # Then it makes the contract's record (the URL encoded, the fragment dropped, the section) in its one match
+    assert fast is not None
+    assert fast == expected
+
+
+CLEAN_PIECES = [
+    *"aZ09-._~!$&'()*+,=:@/",
+    "%C3%A9",
+    "%2F",
+    "%25",
+    "%7E",  # the rules decode it: canonicalised apart
+    "%c3%a9",  # the rules upper-case it: canonicalised apart
+    "ü",
+    "straße",
+    "日本",
+    "\U0001f600",
+    "\u0085",
+    "\ufeff",
+    "<",  # encoded by the rules: canonicalised apart
+    '"',
+]
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    path=st.lists(st.sampled_from(CLEAN_PIECES), max_size=10).map("".join),
+    query=st.none() | st.lists(st.sampled_from([*CLEAN_PIECES, "&", "=", "?", "sid=1", "K=1", ">"])).map("".join),
+    fragment=st.sampled_from(["", "#", "#top", "#ü", "#a?b&c", "#<x>", '#"']),
+    site=st.sampled_from([*SITES, SESSIONS]),
+)
+def test_urls_real_sites_write_get_the_contracts_record_from_the_fast_path(
+    path: str, query: str | None, fragment: str, site: Site
+) -> None:
+    # Given a URL of the shapes sites write: percent escapes in either case, characters above ASCII, a query, a
+    # fragment, ' < > & "
+    url = f"{BASE}/{path}" + ("" if query is None else f"?{query}") + fragment
+    raw = json.dumps({"type": "upsert", "url": url, "occurred_at": "2026-11-20T10:00:00Z"}, ensure_ascii=False)
+    apart: list[str] = []
+    parser = LineParser(site, HORIZON)
+    whole = parser._urls.canonical
+
+    def noted(found: str) -> tuple[str, str] | None:
+        apart.append(found)
+        return whole(found)
+
+    # When the fast path reads it (noting the URLs it canonicalises apart from its one match)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parser._urls, "canonical", noted)
+        fast = parser.record(raw.encode())
+    # Then it makes the model path's record byte for byte, or leaves it only where the rules warn (a session ID)
+    expected = model_record(raw.encode(), site)
+    assert fast == expected if expected != "warned" else fast is None
+    # and its one match takes every URL but those holding what the rules change before the fragment (an empty query)
+    # or a dot segment (perhaps, anywhere)
+    before = url.partition("#")[0]
+    changed = "/." in url or query == "" or any(p in before for p in ("%7E", "%c3%a9", "<", ">", '"'))
+    if expected != "warned":
+        assert bool(apart) is changed

@@ -58,6 +58,13 @@ INCREMENTAL: dict[str, Any] = {
         _scenario("burst of 1,000/s, one section", 1000.0, 3_000, False, [18.0 + (i % 23) / 10 for i in range(3_000)]),
     ],
 }  # fmt: skip
+# bench.report.price_list's rows: three rates at three freshness settings.
+PRICE_LIST: list[dict[str, Any]] = [
+    {"scenario": label, "rate": rate, "freshness_setting_s": setting, "usd_per_million": usd}
+    for label, rate, dollars in [("1 event/s", 1.0, (28.3, 20.7, 10.4)), ("50 events/s", 50.0, (6.0, 4.4, 3.7)),
+                                 ("burst of 1,000/s, one section", 1000.0, (3.2, 3.2, 3.2))]
+    for setting, usd in zip((30, 60, 900), dollars, strict=True)
+]  # fmt: skip
 WALLS = {
     "sitemap-updater build": {10_000: 0.12, 50_000: 0.25, 1_000_000: 2.6},
     "xml-sitemap-writer": {10_000: 0.09, 50_000: 0.30, 1_000_000: 3.8},
@@ -71,8 +78,9 @@ WALLS = {
         lambda path: plots.build_time(WALLS, path),
         lambda path: plots.cost_per_million(INCREMENTAL, path),
         lambda path: plots.freshness(INCREMENTAL, path),
+        lambda path: plots.price_list(PRICE_LIST, path),
     ],
-    ids=["build-time", "cost", "freshness"],
+    ids=["build-time", "cost", "freshness", "price-list"],
 )
 def test_a_figure_is_a_small_png_of_its_size_and_the_same_bytes_for_the_same_data(draw: Any, tmp_path: Path) -> None:
     first = draw(tmp_path / "a" / "figure.png").read_bytes()
@@ -95,3 +103,18 @@ def test_the_incremental_benchmark_keeps_every_page_freshness_for_the_distributi
     kept = incremental._freshness(traffic)
     assert kept["seconds"] == [9.0, 10.0, 31.2]
     assert (kept["p50"], kept["max"]) == (10.0, 31.2)
+
+
+def test_the_price_list_is_drawn_from_its_rows_and_shown_above_its_table(tmp_path: Path) -> None:
+    # Given the price list of a run, and the same with one price changed
+    dearer = [
+        dict(row, usd_per_million=row["usd_per_million"] * 2) if row["rate"] == 1.0 else row for row in PRICE_LIST
+    ]
+    # When each is drawn
+    first, other = plots.price_list(PRICE_LIST, tmp_path / "a.png"), plots.price_list(dearer, tmp_path / "b.png")
+    # Then another price draws another figure
+    assert first.read_bytes() != other.read_bytes()
+    # and the document shows it, with its alt text, right above the table it draws
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    image = doc.index(f"![{plots.PRICE_LIST_ALT}](benchmarks/{plots.PRICE_LIST.name})")
+    assert image < doc.index("| scenario | 30 s | 60 s |") < image + len(plots.PRICE_LIST_ALT) + 100

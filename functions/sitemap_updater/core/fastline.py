@@ -42,7 +42,15 @@ from sitemap_updater.core.event_rules import (
     in_window,
     parse_w3c,
 )
-from sitemap_updater.core.fasturl import KEPT_ESCAPE, PATH_CHARS, QUERY_CHARS, UrlCanonicaliser
+from sitemap_updater.core.fasturl import (
+    ABOVE_ASCII,
+    KEPT_ESCAPE,
+    NOT_FRAGMENT,
+    PATH_CHARS,
+    QUERY_CHARS,
+    UrlCanonicaliser,
+    encode_above_ascii,
+)
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.spill import BUCKET_BITS, HEAD, Spilled, SpillGroups
 from sitemap_updater.core.text import escape_text, forbidden_character
@@ -105,6 +113,14 @@ class LineParser:
         self._plain = re.compile(
             rf"{prefix}/(?:({_SEGMENT}++)/)?[{PATH_CHARS}/%]*+(?:\?([{QUERY_CHARS}%]++))?"
         ).fullmatch
+        # Such a URL as a site writes it before the rules encode it, tried where _plain finds none: characters above
+        # ASCII in its path and query, which the rules percent-encode one by one, and a fragment (group 3), which
+        # they drop (``_as_written``). A second match, not a wider first: its classes are slower to match with.
+        wide = f"[{PATH_CHARS}%{ABOVE_ASCII}]"
+        self._written = re.compile(
+            rf"{prefix}/(?:({wide}++)/)?[{PATH_CHARS}/%{ABOVE_ASCII}]*+(?:\?([{QUERY_CHARS}%{ABOVE_ASCII}]++))?"
+            rf"(#[^{NOT_FRAGMENT}]*+)?"
+        ).fullmatch
         self._loose_escape = re.compile(f"%(?!{KEPT_ESCAPE[1:]})").search  # "%" but of an escape the rules keep
         self._segments: dict[str | None, str] = {}  # first segment (None: none) -> the section it puts a page in
         self._urls = UrlCanonicaliser(site)  # any other URL
@@ -134,6 +150,7 @@ class LineParser:
         decoded, raws = _decode_chunk(data)
         plain, segments, loose_escape = self._plain, self._segments, self._loose_escape
         session_in, escape_all = self._urls.session_in, self._escape_all
+        written, has_session_id, as_written = self._written, self._urls.has_session_id, self._as_written
         moments, lastmods = self._moments.get, self._lastmods.get
         occurred_of, lastmod_of, canonical_of = self._occurred, self._lastmod, self._urls.canonical
         group_of, groups = spill.group, spill.groups
@@ -147,13 +164,25 @@ class LineParser:
             kind = aliases(line.type)
             url = line.url
             # Site.is_canonical of a URL, by one match that also finds its first path segment
-            found = plain(url) if "/." not in url and len(url) <= MAX_URL_LENGTH else None
+            wide = False  # found by _written, not _plain: to encode
+            if "/." not in url and len(url) <= MAX_URL_LENGTH:
+                found = plain(url)
+                if found is None:
+                    found = written(url)
+                    wide = True
+            else:
+                found = None
             if (
                 found is not None
                 and ("%" not in url or loose_escape(url) is None)
-                and (found[2] is None or session_in(found[2]) is None)
+                and (found[2] is None or (session_in(found[2]) is None if not wide else not has_session_id(found[2])))
             ):
                 segment = found[1]
+                if wide:
+                    url, segment = as_written(url, found)
+                    if len(url) > MAX_URL_LENGTH:
+                        left.append(number)  # the model path words the refusal
+                        continue
                 section_found = segments.get(segment)
                 if section_found is None:
                     section_found = self._segment_section(segment)
@@ -242,6 +271,20 @@ class LineParser:
         (head,) = [bytes(found) for found in heads if found]
         (blob,) = [bytes(found) for found in blobs if found]
         return section, HEAD.unpack(head)[0], head, blob
+
+    @staticmethod
+    def _as_written(url: str, found: re.Match[str]) -> tuple[str, str | None]:
+        """The canonical form of a URL ``_written`` found (``found``), and its first segment (followed by more) in
+        it: the fragment dropped, each character above ASCII percent-encoded as the rules encode it (their escapes
+        and other characters are already as the rules keep them)."""
+        segment = found[1]
+        if found[3] is not None:
+            url = url[: found.start(3)]
+        if not url.isascii():
+            url = encode_above_ascii(url)
+            if segment is not None:
+                segment = encode_above_ascii(segment)
+        return url, segment
 
     def _segment_section(self, segment: str | None) -> str:
         """Site.section_of a canonical URL whose first segment (followed by more) is ``segment``, remembered."""

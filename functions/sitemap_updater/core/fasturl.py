@@ -3,7 +3,7 @@
 ``core.urls`` holds the rules; this module applies them to the URLs real sites export without splitting each one:
 a URL on the site, written with the site's own scheme and host, whose path holds the path characters, percent
 escapes and characters above ASCII, with any query and fragment. Its canonical form is the site's address, the path
-percent-encoded as the rules encode it (``_percent_encode``, the rules' own function, or a table of its results for
+percent-encoded as the rules encode it (``_percent_encode``, the rules' own function, or the ASCII codec for
 characters above ASCII), and the query likewise, the fragment dropped: what ``canonical_page_url`` makes of it, found
 by one regular expression match where nothing needs encoding. A URL with a session ID (a warning), a dot segment,
 a path parameter or anything else goes to ``canonical_page_url`` itself, and one it warns about or refuses is left
@@ -12,9 +12,9 @@ to the model path. ``tests/unit/test_fastline.py`` holds this module to ``canoni
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Callable
-from urllib.parse import quote
 
 from sitemap_updater.core.urls import (
     _PATH_SAFE,
@@ -49,6 +49,8 @@ KEPT_ESCAPE = _kept_escape()
 # left out of a class of all the others: a class listing the characters above ASCII took milliseconds to compile.
 _NOT_XML = "\ud800-\udfff\ufffe\uffff"
 _PRINTABLE = "".join(map(chr, range(0x21, 0x7F)))  # ASCII but controls, space and DEL
+# The same characters above ASCII as ranges, for a class that takes them (a few ranges compile at once)
+ABOVE_ASCII = "\x80-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff"
 
 
 def _not(allowed: str) -> str:
@@ -65,18 +67,23 @@ NOT_QUERY = _not(re.escape(_PRINTABLE.replace("#", "")))
 NOT_FRAGMENT = _not(re.escape(_PRINTABLE))
 
 
-class _AboveAscii(dict[int, int | str]):
-    """A ``str.translate`` table: ASCII kept, a character above ASCII percent-encoded (UTF-8, upper-case hex, as
-    the rules encode it), remembered up to a bound."""
+def _percent_encoded(problem: UnicodeError) -> tuple[str, int]:
+    """An error handler of the ASCII codec: the characters above ASCII it could not encode (a run of them),
+    percent-encoded as the rules encode each (UTF-8, upper-case hex): ``ü`` -> ``%C3%BC``."""
+    if not isinstance(problem, UnicodeEncodeError):
+        raise problem
+    run = problem.object[problem.start : problem.end].encode("utf-8", "surrogatepass")
+    return "%" + run.hex("%").upper(), problem.end
 
-    def __init__(self) -> None:
-        super().__init__((code, code) for code in range(128))
 
-    def __missing__(self, code: int) -> str:
-        encoded = quote(chr(code), safe="")
-        if len(self) < _CACHE_LIMIT:
-            self[code] = encoded
-        return encoded
+_PERCENT = "sitemap_updater.percent"
+codecs.register_error(_PERCENT, _percent_encoded)
+
+
+def encode_above_ascii(text: str) -> str:
+    """``text`` with each character above ASCII percent-encoded as ``core.urls._percent_encode`` encodes it, the
+    rest as it is: one call of the codec, which hands each run of such characters to ``_percent_encoded``."""
+    return text.encode("ascii", _PERCENT).decode("ascii")
 
 
 class UrlCanonicaliser:
@@ -95,7 +102,6 @@ class UrlCanonicaliser:
         self._clean_query = re.compile(rf"(?:[{QUERY_CHARS}]|{KEPT_ESCAPE})*").fullmatch
         self._names = site.session_params
         self.session_in = session_search(site.session_params)
-        self._above_ascii = _AboveAscii()
         self._sections: dict[str, str] = {}  # a canonical URL's text before its second "/" -> its section
 
     def canonical(self, url: str) -> tuple[str, str] | None:
@@ -111,7 +117,7 @@ class UrlCanonicaliser:
             if self._clean_query(query) is None:
                 query = _percent_encode(query, _QUERY_SAFE)
         if "%" not in path:  # only characters above ASCII to encode, each on its own, as _percent_encode does
-            path = path.translate(self._above_ascii)
+            path = encode_above_ascii(path)
         elif self._clean_path(path) is None:
             path = _percent_encode(path, _PATH_SAFE)
         if "/." in path:  # a dot segment to remove (perhaps once decoded: %2E)
