@@ -103,7 +103,7 @@ def findings(data: dict[str, Any]) -> list[str]:
         f"- **Fixed costs weigh at low rates**: at one event per second the alarms, the alarm topic's key and the "
         f"custom metrics the alarms read are ${fixed['CloudWatch']:.2f} per million events and the event sources' "
         f"idle polls ${fixed['SQS']:.2f} (${month:.2f} a month on a stack busy all day, whatever its rate; an idle "
-        "stack costs $4.68 a month, line by line in `docs/operations.md`). The dashboard ($3 a month) and the "
+        "stack costs $4.35 a month, line by line in `docs/operations.md`). The dashboard ($3 a month) and the "
         "custom metrics only it shows ($0.30 a metric-month each) come with `CreateDashboard`.",
         "",
         "What would still bring each scenario down (per million events, from the counts above):",
