@@ -34,8 +34,9 @@ def test_an_item_and_a_message_of_another_version_are_dead_lettered_with_their_r
     newer = json.dumps({"v": 2, "section": "blog", "key": "0000000000000000"})
     sqs.send_message(QueueUrl=run.stack.queue_url("RebuildQueue"), MessageBody=newer, MessageGroupId="blog",
                      MessageDeduplicationId="newer")  # fmt: skip
-    # When an event for that page and one for another page arrive
-    report = run.send_wave(bodies([event(old, version=2), event(f"{BASE}/blog/b", version=1)]))
+    # When a deletion of that page (which reads its page state: an update that stays in its section writes its entry
+    # alone) and an event for another page arrive
+    report = run.send_wave(bodies([event(old, version=2, type="delete"), event(f"{BASE}/blog/b", version=1)]))
     # Then the event is dead-lettered, after its receives, with the reason naming the item and the versions
     [dead_event] = _dead_letters(run, "IngestDeadLetterQueue")
     reason = dead_event["MessageAttributes"]["reason"]["StringValue"]
