@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sitemap_updater.adapters.manifest import entry_pk, page_pk, page_record, url_id
 from sitemap_updater.core.pages import SentRecord
+from sitemap_updater.core.site_keys import SECTIONS_PK, SITE_PK_PREFIX
 from tests.sim.faults import aws_error
 
 if TYPE_CHECKING:
@@ -89,9 +90,27 @@ class FakeDynamoClient:
             message = "The level of configured provisioned throughput for the table was exceeded."
             raise aws_error("ProvisionedThroughputExceededException", operation, 400, message)
 
+    def _local(self, item: dict[str, Any]) -> dict[str, Any]:
+        """An item or key with its site's prefix taken off its partition key (each site's store is a FakeStore of
+        its own); a key without the prefix would be another site's, which the store must never write."""
+        prefix = self._store.prefix
+        if not prefix:
+            assert not item["pk"]["S"].startswith(SITE_PK_PREFIX), f"the stack's own site wrote {item['pk']['S']}"
+            return item
+        assert item["pk"]["S"].startswith(prefix), f"{item['pk']['S']} written by the store of {prefix}"
+        return {**item, "pk": {"S": item["pk"]["S"][len(prefix) :]}}
+
+    def _record_section(self, section: str) -> dict[str, Any]:
+        self._store.sections.add(section)
+        return {}
+
     def put_item(self, TableName: str, Item: dict[str, Any], **condition: Any) -> dict[str, Any]:  # noqa: N803
         self._throttle(Item["pk"]["S"], "write", max(1, math.ceil(item_size(Item) / 1024)), "PutItem")
-        return dict(self._store._call("put_item", lambda: self._put(Item, condition)))
+        check_item(Item, "PutItem")
+        local = self._local(Item)
+        if local["pk"]["S"] == SECTIONS_PK:  # a site records a section it writes (adapters/site_records.py)
+            return dict(self._store._call("put_item", lambda: self._record_section(local["sk"]["S"])))
+        return dict(self._store._call("put_item", lambda: self._put(local, condition)))
 
     def _put(self, item: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
         """Ingest's conditional puts: a page state (compare-and-swap on its rank) or a section's item of a page
@@ -154,8 +173,9 @@ class FakeDynamoClient:
         def get() -> dict[str, Any]:
             check_key(Key, "GetItem")
             assert options.get("ConsistentRead"), "the fake reads only a section's item of a page, strongly"
-            section = section_of(Key["pk"]["S"], Key["sk"]["S"], self._store.aws.partitions)
-            found = self.entry(section, Key["sk"]["S"])
+            local = self._local(Key)
+            section = section_of(local["pk"]["S"], local["sk"]["S"], self._store.aws.partitions)
+            found = self.entry(section, local["sk"]["S"])
             return {} if found is None else {"Item": found}
 
         return dict(self._store._call("get_item", get))

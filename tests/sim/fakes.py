@@ -49,8 +49,11 @@ class FakeStore:
     CLIENT_LEVEL = ("put_state", "put_entry", "leave_section", "entry_rank", "entry_item",
                     "update_entry", "sent_records", "mark_sent")  # fmt: skip
 
-    def __init__(self, sched: Scheduler, clock: Clock, partitions: int = 1) -> None:
+    def __init__(self, sched: Scheduler, clock: Clock, partitions: int = 1, prefix: str = "") -> None:
         self._sched = sched
+        self.prefix = prefix  # the site's partition keys' prefix (core/site_keys.py): its items are all here
+        self.sections: set[str] = set()  # the sections a site added at run time recorded (adapters/site_records.py)
+        self.sites: dict[str, FakeStore] = {}  # the stores of the sites added at run time, by prefix
         self.pages: dict[str, PageRecord] = {}
         self.manifest: dict[str, dict[str, bytes]] = {}  # a removal marker's record is b""
         self.entry_ranks: dict[tuple[str, str], str] = {}  # by (section, sort key): the rank each item carries
@@ -72,7 +75,36 @@ class FakeStore:
         self.sleep = sleep
 
         client: Any = FakeDynamoClient(self)
-        self.aws = ManifestStore(client, "sim-manifest", sleep=sleep, partitions=partitions)
+        self.aws = ManifestStore(client, "sim-manifest", sleep=sleep, partitions=partitions, prefix=prefix)
+
+    def for_site(self, prefix: str) -> FakeStore:
+        """The store of the site whose partition keys start with ``prefix``: the items of the same table under
+        that prefix, which share no key with this store's (each a FakeStore of its own, kept here)."""
+        if not prefix:
+            return self
+        if prefix not in self.sites:
+            self.sites[prefix] = FakeStore(self._sched, self.clock, self.aws.partitions, prefix)
+        return self.sites[prefix]
+
+    def delete_site_records(self) -> int:
+        """Every item of this site deleted (adapters/site_records.py finds them on DynamoDB); how many there were."""
+        if not self.prefix:
+            raise ValueError("the stack's own site has no prefix: its records are not removed this way")
+
+        def delete() -> int:
+            count = self.item_count()
+            fresh = FakeStore(self._sched, self.clock, self.aws.partitions, self.prefix)
+            for name, value in vars(fresh).items():
+                if name not in ("aws", "sleep", "clock", "_sched"):
+                    setattr(self, name, value)
+            return count
+
+        return int(self._call("delete_site_records", delete))
+
+    def item_count(self) -> int:
+        """How many items this store's dictionaries stand for (page states, section items, records, counters)."""
+        records = len(self.file_records) + len(self.seqs) + len(self.outbox) + len(self.sent) + len(self.sections)
+        return len(self.pages) + sum(len(m) for m in self.manifest.values()) + records + (self.index is not None)
 
     def put_state(self, write: PageWrite, expected_rank: str | None, outbox: str, entry_rank: str = "") -> bool:
         return self.aws.put_state(write, expected_rank, outbox, entry_rank)

@@ -25,11 +25,12 @@ class FileRecords:
 
     _client: DynamoDBClient
     table: str
+    prefix: str  # the site's partition keys' prefix (core/site_keys.py)
 
     def files(self, section: str | None = None) -> list[PublishedFile]:
         """Published-file records, of one section or of all."""
         condition = "pk = :pk"
-        values: dict[str, Any] = {":pk": _s(_FILES)}
+        values: dict[str, Any] = {":pk": _s(self.prefix + _FILES)}
         if section is not None:
             condition += " AND begins_with(sk, :section)"
             values[":section"] = _s(f"{section}#")
@@ -44,7 +45,7 @@ class FileRecords:
         return [f for f in found if section is None or f.section == section]
 
     def put_file(self, published: PublishedFile) -> None:
-        self._client.put_item(TableName=self.table, Item=file_item(published))
+        self._client.put_item(TableName=self.table, Item=file_item(published, self.prefix))
 
     def move_file_state(self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0) -> bool:
         """Change a file record's state only if it is still ``from_state`` with the same content; moving it to
@@ -81,7 +82,7 @@ class FileRecords:
         return _conditional(
             lambda: self._client.update_item(
                 TableName=self.table,
-                Key=_file_key(published),
+                Key=_file_key(published, self.prefix),
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeValues=values,
@@ -94,7 +95,7 @@ class FileRecords:
         return _conditional(
             lambda: self._client.delete_item(
                 TableName=self.table,
-                Key=_file_key(published),
+                Key=_file_key(published, self.prefix),
                 ConditionExpression="#state = :state",
                 ExpressionAttributeNames={"#state": "state"},
                 ExpressionAttributeValues={":state": _s(state)},
@@ -102,15 +103,15 @@ class FileRecords:
         )
 
 
-def _file_key(published: PublishedFile) -> dict[str, Any]:
-    return {"pk": _s(_FILES), "sk": _s(f"{published.section}#{published.key_range.start:016x}")}
+def _file_key(published: PublishedFile, prefix: str = "") -> dict[str, Any]:
+    return {"pk": _s(prefix + _FILES), "sk": _s(f"{published.section}#{published.key_range.start:016x}")}
 
 
-def file_item(published: PublishedFile) -> dict[str, Any]:
-    """The item of a published-file record."""
+def file_item(published: PublishedFile, prefix: str = "") -> dict[str, Any]:
+    """The item of a published-file record (in the partition of the site of ``prefix``)."""
     r = published.key_range
     return {
-        **_file_key(published),
+        **_file_key(published, prefix),
         "v": _n(FILE_RECORDS),
         "section": _s(published.section),
         "start": _n(r.start),

@@ -41,6 +41,7 @@ from sitemap_updater.adapters.dynamo_values import conditional as _conditional
 from sitemap_updater.adapters.dynamo_values import n as _n
 from sitemap_updater.adapters.dynamo_values import s as _s
 from sitemap_updater.adapters.file_records import FileRecords
+from sitemap_updater.adapters.site_records import SiteRecords
 from sitemap_updater.core.formats import ITEMS
 from sitemap_updater.core.pages import EntryItem, PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
@@ -127,7 +128,7 @@ def entry_sort_key(key: int, url: str) -> str:
     return f"{key:016x}#{url_id(url)}"
 
 
-class ManifestStore(FileRecords):
+class ManifestStore(FileRecords, SiteRecords):
     """All DynamoDB access of the pipeline."""
 
     def __init__(
@@ -136,25 +137,38 @@ class ManifestStore(FileRecords):
         table: str,
         sleep: Callable[[float], None] = time.sleep,
         partitions: int = 1,
+        prefix: str = "",
     ) -> None:
         self._client = client
         self.table = table
+        # What every partition key starts with: ``site#<host>#`` for a site added at run time, nothing for the
+        # stack's own site (core/site_keys.py). A site's store records each section it writes (``sections``).
+        self.prefix = prefix
+        self._registered: set[str] = set()
         self.partitions = check_partitions(partitions)  # partition keys per section (SectionPartitions)
         # Throttled requests are retried inside the client (botocore's retry mode); these are the retries
         # DynamoDB leaves to the caller: unprocessed batch items.
         self._unprocessed = Backoff(sleep=sleep)
+        self._sleep = sleep
+
+    def for_site(self, prefix: str) -> ManifestStore:
+        """The store of the site whose partition keys start with ``prefix`` (the same table and client)."""
+        if prefix == self.prefix:
+            return self
+        return ManifestStore(self._client, self.table, sleep=self._sleep, partitions=self.partitions, prefix=prefix)
 
     # --- page states ---------------------------------------------------------------------------------
     def get_page(self, url: str) -> PageRecord | None:
         item = self._client.get_item(
-            TableName=self.table, Key={"pk": _s(page_pk(url)), "sk": _s("state")}, ConsistentRead=True
+            TableName=self.table, Key={"pk": _s(self.prefix + page_pk(url)), "sk": _s("state")}, ConsistentRead=True
         ).get("Item")
         return None if item is None else page_record(url, item)
 
     def _page_item(self, write: PageWrite, outbox: str, entry_rank: str = "") -> dict[str, Any]:
+        self._register(write.section)
         kept = {"entry_rank": _s(entry_rank)} if entry_rank and entry_rank != write.rank else {}
         return {
-            "pk": _s(page_pk(write.url)),
+            "pk": _s(self.prefix + page_pk(write.url)),
             "sk": _s("state"),
             **_V,
             "url": _s(write.url),
@@ -203,7 +217,7 @@ class ManifestStore(FileRecords):
         return self.write_item(section, write, record=False)[0]
 
     def _entry_key(self, section: str, key: int, url: str) -> dict[str, Any]:
-        return {"pk": _s(entry_pk(section, key, self.partitions)), "sk": _s(entry_sort_key(key, url))}
+        return {"pk": _s(self.prefix + entry_pk(section, key, self.partitions)), "sk": _s(entry_sort_key(key, url))}
 
     def _entry_attributes(self, write: PageWrite, record: bool, outbox: str, current: bool) -> dict[str, Any]:
         return {
@@ -218,6 +232,7 @@ class ManifestStore(FileRecords):
         """The page's item in ``section``: its entry (``record``; ``current`` when it is a live entry the page state
         already names, so that a later update in the section may replace it alone) or a removal marker, unless the
         item there has this rank or a newer one. Returns whether it was written and, when not, the item found."""
+        self._register(section)
         item = {**self._entry_key(section, write.key, write.url), **_V, "rank": _s(write.rank)}
         item.update(self._entry_attributes(write, record, outbox, current))
         return self._put_entry_item(item, "attribute_not_exists(pk) OR #rank < :rank", write.rank, {})
@@ -227,6 +242,7 @@ class ManifestStore(FileRecords):
         *current* (a live entry in the section the page state names) and of an older rank. The page state is not
         written: the entry's rank is then newer than the state's, and the entry names the batch's outbox.
         Returns whether it was written and the item it replaced or found (no read unit is billed for either)."""
+        self._register(write.section)
         item = {**self._entry_key(write.section, write.key, write.url), **_V, "rank": _s(write.rank)}
         item.update(self._entry_attributes(write, True, outbox, True))
         condition = "attribute_exists(#current) AND #rank < :rank"
@@ -290,7 +306,9 @@ class ManifestStore(FileRecords):
         if cursor is not None:
             request["ExclusiveStartKey"] = {"pk": _s(cursor["pk"]), "sk": _s(cursor["sk"])}
         response = self._client.scan(**request)
-        records = [page_record(item["url"]["S"], item) for item in response.get("Items", []) if "url" in item]
+        states = f"{self.prefix}page#"  # this site's page states (another site's keys start with site#)
+        items = response.get("Items", [])
+        records = [page_record(i["url"]["S"], i) for i in items if "url" in i and i["pk"]["S"].startswith(states)]
         last = response.get("LastEvaluatedKey")
         return records, None if not last else {"pk": last["pk"]["S"], "sk": last["sk"]["S"]}
 
@@ -299,14 +317,15 @@ class ManifestStore(FileRecords):
         """Before an ingest batch records its first change: the URLs it may change (its page states will name
         ``outbox``). While the item exists, those page states' marks may not have been sent."""
         self._client.put_item(
-            TableName=self.table, Item={"pk": _s(_OUTBOX), "sk": _s(outbox), **_V, "urls": _s("\n".join(urls))}
+            TableName=self.table,
+            Item={"pk": _s(self.prefix + _OUTBOX), "sk": _s(outbox), **_V, "urls": _s("\n".join(urls))},
         )
 
     def outbox_open(self, outbox: str) -> bool:
         """Whether the batch that wrote ``outbox`` has yet to send its marks (it died, or it is still running)."""
         item = self._client.get_item(
             TableName=self.table,
-            Key={"pk": _s(_OUTBOX), "sk": _s(outbox)},
+            Key={"pk": _s(self.prefix + _OUTBOX), "sk": _s(outbox)},
             ConsistentRead=True,
             ProjectionExpression="pk",
         ).get("Item")
@@ -314,7 +333,7 @@ class ManifestStore(FileRecords):
 
     def close_outbox(self, outbox: str) -> None:
         """The batch's marks are sent."""
-        self._client.delete_item(TableName=self.table, Key={"pk": _s(_OUTBOX), "sk": _s(outbox)})
+        self._client.delete_item(TableName=self.table, Key={"pk": _s(self.prefix + _OUTBOX), "sk": _s(outbox)})
 
     def outboxes(self, opened_before: str) -> list[tuple[str, list[str]]]:
         """Outboxes still open that were opened before ``opened_before`` (a sort key), with their URLs: one
@@ -324,7 +343,7 @@ class ManifestStore(FileRecords):
         for page in paginator.paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :outbox AND sk < :before",
-            ExpressionAttributeValues={":outbox": _s(_OUTBOX), ":before": _s(opened_before)},
+            ExpressionAttributeValues={":outbox": _s(self.prefix + _OUTBOX), ":before": _s(opened_before)},
             ConsistentRead=True,
         ):
             for item in page.get("Items", []):
@@ -340,7 +359,7 @@ class ManifestStore(FileRecords):
             items.append(self._page_item(write, ""))
             items.append(
                 {
-                    "pk": _s(entry_pk(write.section, write.key, self.partitions)),
+                    "pk": _s(self.prefix + entry_pk(write.section, write.key, self.partitions)),
                     "sk": _s(entry_sort_key(write.key, write.url)),
                     **_V,
                     "rank": _s(write.rank),
@@ -361,7 +380,7 @@ class ManifestStore(FileRecords):
             for page in paginator.paginate(
                 TableName=self.table,
                 KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
-                ExpressionAttributeValues={":pk": _s(pk), ":low": _s(low), ":high": _s(high)},
+                ExpressionAttributeValues={":pk": _s(self.prefix + pk), ":low": _s(low), ":high": _s(high)},
                 ConsistentRead=True,
             ):
                 for item in page.get("Items", []):
@@ -372,7 +391,7 @@ class ManifestStore(FileRecords):
     def entries_for(self, section: str, pages: list[tuple[int, str]]) -> list[PageState]:
         """The manifest entries of the given (key, URL) pages of a section, those that exist (BatchGetItem)."""
         keys = [
-            {"pk": _s(entry_pk(section, key, self.partitions)), "sk": _s(entry_sort_key(key, url))}
+            {"pk": _s(self.prefix + entry_pk(section, key, self.partitions)), "sk": _s(entry_sort_key(key, url))}
             for key, url in pages
         ]
         items = (checked(item, ITEMS, f"the {section} entry {item['sk']['S']}") for item in self._batch_get(keys))
@@ -398,7 +417,7 @@ class ManifestStore(FileRecords):
     def sent_records(self, urls: list[str], channel: str, now_s: int) -> dict[str, SentRecord]:
         """What ``channel`` last accepted for each URL (records past their expiry are ignored)."""
         found: dict[str, SentRecord] = {}
-        by_pk = {sent_pk(url): url for url in urls}
+        by_pk = {self.prefix + sent_pk(url): url for url in urls}
         for item in self._batch_get([{"pk": _s(pk), "sk": _s(channel)} for pk in by_pk]):
             url = by_pk[item["pk"]["S"]]
             if int(checked(item, ITEMS, f"what {channel} accepted for {url}")["expires_at"]["N"]) > now_s:
@@ -419,8 +438,9 @@ class ManifestStore(FileRecords):
         showed it), and until when not to send it again; ``expires_at_s`` is also the table's TTL attribute."""
         ranks = ranks or {}
         items = [
-            {"pk": _s(sent_pk(url)), "sk": _s(channel), **_V, "digest": _s(digest), "quiet_until": _n(quiet_until_s),
-             "expires_at": _n(expires_at_s), **({"rank": _s(ranks[url])} if ranks.get(url) else {})}
+            {"pk": _s(self.prefix + sent_pk(url)), "sk": _s(channel), **_V, "digest": _s(digest),
+             "quiet_until": _n(quiet_until_s), "expires_at": _n(expires_at_s),
+             **({"rank": _s(ranks[url])} if ranks.get(url) else {})}
             for url, digest in sorted(digests.items())
         ]  # fmt: skip
         self._batch_write(items)
@@ -444,7 +464,7 @@ class ManifestStore(FileRecords):
         values = {":one": _n(1), **({":at": _n(began_us)} if began_us else {})}
         result = self._client.update_item(
             TableName=self.table,
-            Key={"pk": _s(f"rebuilds#{section}"), "sk": _s("seq")},
+            Key={"pk": _s(f"{self.prefix}rebuilds#{section}"), "sk": _s("seq")},
             UpdateExpression="ADD n :one" + (" SET began_us = :at" if began_us else ""),
             ExpressionAttributeValues=values,
             ReturnValues="UPDATED_NEW",
@@ -458,7 +478,7 @@ class ManifestStore(FileRecords):
         item = (
             self._client.get_item(
                 TableName=self.table,
-                Key={"pk": _s(f"rebuilds#{section}"), "sk": _s("seq")},
+                Key={"pk": _s(f"{self.prefix}rebuilds#{section}"), "sk": _s("seq")},
                 ProjectionExpression="began_us, due_us",
                 ConsistentRead=True,
             ).get("Item")
@@ -471,7 +491,7 @@ class ManifestStore(FileRecords):
         ahead of it in the section's FIFO group is then held no longer)."""
         self._client.update_item(
             TableName=self.table,
-            Key={"pk": _s(f"rebuilds#{section}"), "sk": _s("seq")},
+            Key={"pk": _s(f"{self.prefix}rebuilds#{section}"), "sk": _s("seq")},
             UpdateExpression="SET due_us = :due",
             ExpressionAttributeValues={":due": _n(due_us)},
         )
@@ -479,7 +499,7 @@ class ManifestStore(FileRecords):
     def next_index_generation(self) -> int:
         result = self._client.update_item(
             TableName=self.table,
-            Key={"pk": _s("seq#index"), "sk": _s("seq")},
+            Key={"pk": _s(self.prefix + "seq#index"), "sk": _s("seq")},
             UpdateExpression="ADD n :one",
             ExpressionAttributeValues={":one": _n(1)},
             ReturnValues="UPDATED_NEW",
@@ -488,25 +508,31 @@ class ManifestStore(FileRecords):
 
     def index_sha(self) -> str | None:
         item = self._client.get_item(
-            TableName=self.table, Key={"pk": _s("index"), "sk": _s("index")}, ConsistentRead=True
+            TableName=self.table, Key={"pk": _s(self.prefix + "index"), "sk": _s("index")}, ConsistentRead=True
         ).get("Item")
         return str(checked(item, ITEMS, "the index item")["sha256"]["S"]) if item else None
 
     def put_index_sha(self, sha256: str, generation: int) -> None:
         self._client.put_item(
             TableName=self.table,
-            Item={"pk": _s("index"), "sk": _s("index"), **_V, "sha256": _s(sha256), "generation": _n(generation)},
+            Item={
+                "pk": _s(self.prefix + "index"),
+                "sk": _s("index"),
+                **_V,
+                "sha256": _s(sha256),
+                "generation": _n(generation),
+            },
         )
 
     # --- a bulk import in progress (``import``): set before its first write, removed after its index --------
     def import_running(self) -> bool:
         item = self._client.get_item(
-            TableName=self.table, Key={"pk": _s("import"), "sk": _s("import")}, ConsistentRead=True
+            TableName=self.table, Key={"pk": _s(self.prefix + "import"), "sk": _s("import")}, ConsistentRead=True
         ).get("Item")
         return item is not None
 
     def set_import_running(self, running: bool, began_us: int = 0) -> None:
-        key = {"pk": _s("import"), "sk": _s("import")}
+        key = {"pk": _s(self.prefix + "import"), "sk": _s("import")}
         if running:  # an import from the command line: no execution holds it
             self._client.put_item(TableName=self.table, Item={**key, **_V, "began_us": _n(began_us)})
         else:
@@ -514,7 +540,7 @@ class ManifestStore(FileRecords):
 
     def import_hold(self) -> ImportHold | None:
         item = self._client.get_item(
-            TableName=self.table, Key={"pk": _s("import"), "sk": _s("import")}, ConsistentRead=True
+            TableName=self.table, Key={"pk": _s(self.prefix + "import"), "sk": _s("import")}, ConsistentRead=True
         ).get("Item")
         if item is None:
             return None
@@ -528,7 +554,7 @@ class ManifestStore(FileRecords):
         return _conditional(
             lambda: self._client.update_item(
                 TableName=self.table,
-                Key={"pk": _s("import"), "sk": _s("import")},
+                Key={"pk": _s(self.prefix + "import"), "sk": _s("import")},
                 UpdateExpression="SET v = :v, execution = :e, run = :r, began_us = if_not_exists(began_us, :b)",
                 ConditionExpression="attribute_not_exists(pk) OR execution = :e",
                 ExpressionAttributeValues={
@@ -545,7 +571,7 @@ class ManifestStore(FileRecords):
         return _conditional(
             lambda: self._client.delete_item(
                 TableName=self.table,
-                Key={"pk": _s("import"), "sk": _s("import")},
+                Key={"pk": _s(self.prefix + "import"), "sk": _s("import")},
                 ConditionExpression="execution = :e",
                 ExpressionAttributeValues={":e": _s(execution)},
             )
@@ -559,12 +585,12 @@ class ManifestStore(FileRecords):
         ten of them would not fit one 400 KB item (a transaction takes 100 items and 4 MB)."""
         puts: list[Any] = [
             {"Put": {"TableName": self.table, "Item": {
-                "pk": _s(_PARKED), "sk": _s(f"{parked_id}#{number:02d}"), **_V,
+                "pk": _s(self.prefix + _PARKED), "sk": _s(f"{parked_id}#{number:02d}"), **_V,
                 "m": _s(json.dumps([group, body], separators=(",", ":"), ensure_ascii=False)),
             }}}
             for number, (group, body) in enumerate(messages)
         ]  # fmt: skip
-        check: Any = {"TableName": self.table, "Key": {"pk": _s("import"), "sk": _s("import")},
+        check: Any = {"TableName": self.table, "Key": {"pk": _s(self.prefix + "import"), "sk": _s("import")},
                  "ConditionExpression": "attribute_exists(pk)"}  # fmt: skip
         try:
             self._client.transact_write_items(TransactItems=[{"ConditionCheck": check}, *puts])
@@ -583,7 +609,7 @@ class ManifestStore(FileRecords):
         pages = self._client.get_paginator("query").paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": _s(_PARKED)},
+            ExpressionAttributeValues={":pk": _s(self.prefix + _PARKED)},
             ConsistentRead=True,
         )
         for page in pages:
@@ -597,7 +623,7 @@ class ManifestStore(FileRecords):
         items = self._client.query(
             TableName=self.table,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": _s(_PARKED)},
+            ExpressionAttributeValues={":pk": _s(self.prefix + _PARKED)},
             ConsistentRead=True,
             Limit=1,
         ).get("Items", [])
@@ -605,7 +631,7 @@ class ManifestStore(FileRecords):
 
     def unpark(self, parked_id: str) -> None:
         """A parked batch was sent to the rebuild queue again."""
-        self._client.delete_item(TableName=self.table, Key={"pk": _s(_PARKED), "sk": _s(parked_id)})
+        self._client.delete_item(TableName=self.table, Key={"pk": _s(self.prefix + _PARKED), "sk": _s(parked_id)})
 
     # --- changes held back by a quiet window (``held#<channel>``, one item per URL, keyed by its SHA-256) ----
     def held(self, channel: str, now_s: int) -> dict[str, SentRecord]:
@@ -615,7 +641,7 @@ class ManifestStore(FileRecords):
         pages = self._client.get_paginator("query").paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": _s(f"held#{channel}")},
+            ExpressionAttributeValues={":pk": _s(f"{self.prefix}held#{channel}")},
         )
         for page in pages:
             for item in page.get("Items", []):
@@ -630,7 +656,7 @@ class ManifestStore(FileRecords):
         self._batch_requests(
             [
                 {"PutRequest": {"Item": {
-                    **self._held_key(url, channel), **_V, "url": _s(url), "digest": _s(change.digest),
+                    **self._held_key(url, channel, self.prefix), **_V, "url": _s(url), "digest": _s(change.digest),
                     "quiet_until": _n(change.quiet_until_s), "expires_at": _n(expires_at_s),
                     **({"rank": _s(change.rank)} if change.rank else {})}}}
                 for url, change in sorted(changes.items())
@@ -639,7 +665,9 @@ class ManifestStore(FileRecords):
 
     def release(self, urls: list[str], channel: str) -> None:
         """Forget the held changes of ``urls`` (announced, or made obsolete by a later announcement)."""
-        self._batch_requests([{"DeleteRequest": {"Key": self._held_key(url, channel)}} for url in sorted(set(urls))])
+        self._batch_requests(
+            [{"DeleteRequest": {"Key": self._held_key(url, channel, self.prefix)}} for url in sorted(set(urls))]
+        )
 
     def _batch_requests(self, requests: list[dict[str, Any]]) -> None:
         """BatchWriteItem of puts and deletes, 25 at a time; unprocessed ones are sent again after a backoff."""
@@ -654,9 +682,9 @@ class ManifestStore(FileRecords):
                 self._unprocessed.pause(attempt)
 
     @staticmethod
-    def _held_key(url: str, channel: str) -> dict[str, Any]:
+    def _held_key(url: str, channel: str, prefix: str = "") -> dict[str, Any]:
         """A held change's key: one partition per channel (a Query lists them), the URL's SHA-256 as sort key."""
-        return {"pk": _s(f"held#{channel}"), "sk": _s(hashlib.sha256(url.encode()).hexdigest())}
+        return {"pk": _s(f"{prefix}held#{channel}"), "sk": _s(hashlib.sha256(url.encode()).hexdigest())}
 
 
 def entry_item(item: Any, what: str) -> EntryItem:

@@ -46,6 +46,21 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def with_site(body: dict[str, Any], host: str) -> dict[str, Any]:
+    """A message of the site ``host`` (a site added at run time, core/site_keys.py): its body names the site. The
+    stack's own site's messages name none, as every message before sites did: a reader takes its absence for it."""
+    return {**body, "site": host} if host else body
+
+
+def site_of(body: Mapping[str, Any]) -> str:
+    """The host of the site a message is for ("": the stack's own site); ValueError for a ``site`` that is not a
+    host name."""
+    site = body.get("site", "")
+    if not isinstance(site, str):
+        raise ValueError(f"a message's site must be a host name, not {site!r}")
+    return site
+
+
 def check_message(body: Mapping[str, Any], what: str) -> Mapping[str, Any]:
     """``body``, once its format version is found to be the one this code reads; else UnknownFormat."""
     check(body.get("v"), MESSAGES, what)

@@ -10,7 +10,7 @@ from typing import TypeVar
 from sitemap_updater.core.event_rules import Horizon
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.urls import Site
-from sitemap_updater.ports import Bucket, FanOut, Manifest, Queue
+from sitemap_updater.ports import Bucket, FanOut, Manifest, Queue, SiteDirectory
 from sitemap_updater.settings import Settings
 
 
@@ -48,6 +48,8 @@ class Pipeline:
     rebuild_dead_letters: Queue | None = None
     index_dead_letters: Queue | None = None
     notify_dead_letters: Queue | None = None
+    # The sites added to the stack at run time (wiring/sites.py picks a site's pipeline); None: none are read.
+    directory: SiteDirectory | None = None
     site: Site = field(init=False)
     files: Site = field(init=False)  # where the sitemap files are served: the site, or its sitemaps' own host
     limits: Limits = field(init=False)

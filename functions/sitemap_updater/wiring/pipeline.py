@@ -17,11 +17,14 @@ from sitemap_updater.adapters.http import HttpClient
 from sitemap_updater.adapters.manifest import ManifestStore
 from sitemap_updater.adapters.queues import MessageQueue
 from sitemap_updater.adapters.search_console import SearchConsole, service_account_token
+from sitemap_updater.adapters.sites import SiteItems
 from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.ports import Executions
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline, utc_now
 from sitemap_updater.settings import Settings
+from sitemap_updater.wiring.site_ports import SiteBucket
+from sitemap_updater.wiring.sites import SiteCache, Sites
 
 # Every AWS client retries inside botocore in "standard" mode: throttling (DynamoDB's
 # ProvisionedThroughputExceededException and ThrottlingException, S3's 503 SlowDown, SQS's RequestThrottled),
@@ -101,12 +104,15 @@ def connect_pipeline(
     if endpoint_url:
         extra["endpoint_url"] = endpoint_url
     sqs = make_client("sqs", **extra)
+    dynamodb = make_client("dynamodb", **extra)
     return Pipeline(
         settings=settings,
-        store=ManifestStore(
-            make_client("dynamodb", **extra), settings.manifest_table, partitions=settings.section_partitions
+        store=ManifestStore(dynamodb, settings.manifest_table, partitions=settings.section_partitions),
+        directory=SiteItems(dynamodb, settings.manifest_table),
+        # The stack's own site's view of the bucket: every object but the other sites' trees (sites/<host>/).
+        bucket=SiteBucket(
+            SitemapBucket(make_client("s3", **extra), settings.bucket_name, settings.cdn_max_age_seconds), ""
         ),
-        bucket=SitemapBucket(make_client("s3", **extra), settings.bucket_name, settings.cdn_max_age_seconds),
         rebuild_queue=MessageQueue(sqs, settings.rebuild_queue_url),
         index_queue=MessageQueue(sqs, settings.index_queue_url),
         notify_queue=MessageQueue(sqs, settings.notify_queue_url),
@@ -121,6 +127,7 @@ def connect_pipeline(
 
 
 _current: Pipeline | None = None
+_sites: Sites | None = None
 _notifiers: Notifiers | None = None
 _executions: Executions | None = None
 
@@ -131,6 +138,16 @@ def current_pipeline() -> Pipeline:
     if _current is None:
         _current = connect_pipeline(Settings.from_env(os.environ), BotocoreClients().client)
     return _current
+
+
+def current_sites() -> Sites:
+    """The pipelines of the stack's sites, by host (its own site's is ``current_pipeline()``); the sites' items are
+    read through a cache kept for the life of the process."""
+    global _sites
+    pipeline = current_pipeline()
+    if _sites is None or _sites.stack is not pipeline:
+        _sites = Sites(pipeline, SiteCache(pipeline.directory) if pipeline.directory is not None else None)
+    return _sites
 
 
 def current_notifiers() -> Notifiers:

@@ -1,0 +1,124 @@
+"""Several sites in one stack (issue 32): each site's pipeline, chosen by host, from the sites' items read through
+a cache.
+
+``site_pipeline`` makes a site's pipeline: the stack's, with the site's settings (sites.py) and its ports scoped to
+its tree (``wiring/site_ports.py``, core/site_keys.py). ``Sites`` picks the pipeline of a host: the stack's own
+site's (its ``SiteUrl``, or a message that names no site) without any read; any other host is looked up in the
+``SiteDirectory`` through ``SiteCache``.
+
+The cache keeps what it read, a site or its absence, for ``ttl_s`` (60 s: a site added, changed or removed is
+seen by every function within a minute). A flood of events for hosts that are not sites must not cost a read
+each: at most ``unknown_reads`` hosts not in the cache are read per ``ttl_s`` in a process; past that, an
+uncached host raises ``SiteLookupDeferred`` (the event is retried later, as any failure is, and is dead-lettered
+with that reason on its queue's last receive) instead of being refused as unknown without a read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from sitemap_updater.core.site_keys import object_prefix, pk_prefix
+from sitemap_updater.ports import Bucket, SiteDirectory
+from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.sites import ACTIVE, SiteConfig
+from sitemap_updater.wiring.site_ports import SiteBucket, SiteQueue
+
+CACHE_SECONDS = 60.0
+UNKNOWN_READS = 20
+
+
+class SiteLookupDeferred(RuntimeError):
+    """Too many hosts not in the cache were read in this window; the event is retried later."""
+
+
+def site_pipeline(stack: Pipeline, site: SiteConfig) -> Pipeline:
+    """The pipeline of ``site``: the stack's clients and settings, with the site's settings and its tree."""
+    host = site.host
+    return replace(
+        stack,
+        settings=site.settings(stack.settings),
+        store=stack.store.for_site(pk_prefix(host)),
+        bucket=SiteBucket(_unscoped(stack), object_prefix(host)),
+        rebuild_queue=SiteQueue(stack.rebuild_queue, host),
+        index_queue=SiteQueue(stack.index_queue, host),
+        notify_queue=SiteQueue(stack.notify_queue, host),
+    )
+
+
+def _unscoped(stack: Pipeline) -> Bucket:
+    """The stack's bucket itself (under the stack's own site's view, which hides the other sites' trees)."""
+    return stack.bucket.unscoped if isinstance(stack.bucket, SiteBucket) else stack.bucket
+
+
+@dataclass(slots=True)
+class _Cached:
+    site: SiteConfig | None
+    read_at: float
+
+
+class SiteCache:
+    """The sites' items as the functions read them: by host, kept ``ttl_s`` (see the module)."""
+
+    def __init__(
+        self,
+        directory: SiteDirectory,
+        clock: Callable[[], float] = time.monotonic,
+        ttl_s: float = CACHE_SECONDS,
+        unknown_reads: int = UNKNOWN_READS,
+    ) -> None:
+        self._directory = directory
+        self._clock = clock
+        self._ttl_s = ttl_s
+        self._unknown_reads = unknown_reads
+        self._cached: dict[str, _Cached] = {}
+        self._window: tuple[float, int] = (-ttl_s, 0)  # when the window of uncached reads began, reads in it
+        self.reads = 0
+
+    def get(self, host: str) -> SiteConfig | None:
+        """The site of ``host`` (None: there is none); SiteLookupDeferred when it is not cached and the window's
+        reads of uncached hosts are spent."""
+        now = self._clock()
+        cached = self._cached.get(host)
+        if cached is not None and now - cached.read_at < self._ttl_s:
+            return cached.site
+        if cached is None:  # a host not seen lately: only so many a window
+            began, count = self._window
+            if now - began >= self._ttl_s:
+                began, count = now, 0
+            if count >= self._unknown_reads:
+                raise SiteLookupDeferred(
+                    f"url: host {host} not looked up: more than {self._unknown_reads} hosts that are not in the "
+                    f"cache in {self._ttl_s:.0f} s; the event is retried"
+                )
+            self._window = (began, count + 1)
+        if len(self._cached) > 100_000:  # a process's memory is bounded whatever the hosts
+            self._cached.clear()
+        self.reads += 1
+        site = self._directory.get_site(host)
+        self._cached[host] = _Cached(site, now)
+        return site
+
+
+class Sites:
+    """The pipelines of a stack's sites, by host."""
+
+    def __init__(self, stack: Pipeline, cache: SiteCache | None) -> None:
+        self.stack = stack
+        self._cache = cache
+        self._pipelines: dict[str, tuple[SiteConfig, Pipeline]] = {}
+
+    def for_host(self, host: str) -> Pipeline | None:
+        """The pipeline of the site on ``host`` ("" or the stack's own host: the stack's own site); None when no
+        active site is on it. SiteLookupDeferred as ``SiteCache.get``."""
+        if not host or host == self.stack.site.netloc:
+            return self.stack
+        site = self._cache.get(host) if self._cache is not None else None
+        if site is None or site.state != ACTIVE:
+            return None
+        built = self._pipelines.get(host)
+        if built is None or built[0] != site:
+            built = (site, site_pipeline(self.stack, site))
+            self._pipelines[host] = built
+        return built[1]
