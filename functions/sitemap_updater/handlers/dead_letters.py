@@ -20,3 +20,9 @@ def report_dead_letters(
         metrics.add_metric(name="MessagesDeadLettered", unit=MetricUnit.Count, value=1)
     for message_id, error in unsent.items():
         logger.error("dead-letter send failed; SQS will move it", extra={"message_id": message_id, "error": error})
+
+
+def report_gone(logger: Logger, gone: Mapping[str, str]) -> None:
+    """Log each message of a site that is no longer a site of the stack (removed): nothing is done for it."""
+    for message_id, host in gone.items():
+        logger.warning("message of a site that was removed: dropped", extra={"site": host, "message_id": message_id})

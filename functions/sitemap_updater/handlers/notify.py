@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sitemap_updater.core.messages import is_wake_up
 from sitemap_updater.handlers.counts import dashboard_count
-from sitemap_updater.handlers.dead_letters import report_dead_letters
+from sitemap_updater.handlers.dead_letters import report_dead_letters, report_gone
 from sitemap_updater.service.batches import notify_batch
 from sitemap_updater.service.notify import search_console_hint
-from sitemap_updater.wiring.pipeline import current_notifiers, current_pipeline
+from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.wiring.pipeline import current_notifiers, current_sites
+from sitemap_updater.wiring.sites import all_sites, message_site, route
 
 logger = Logger()
 metrics = Metrics()
@@ -21,8 +25,21 @@ metrics = Metrics()
 @logger.inject_lambda_context
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    records = event.get("Records", [])
-    done, settled = notify_batch(records, current_pipeline(), current_notifiers())
+    routed = route(current_sites(), event.get("Records", []), message_site)
+    failures = list(routed.deferred)
+    for pipeline, records in routed.batches:  # the scheduled wake-up names no site: the stack's own site's
+        failures += _notify(records, pipeline)
+    wake_ups = [r for r in event.get("Records", []) if _is_wake_up(r)]
+    if wake_ups:  # every other site's held changes are due on the same minute
+        for pipeline in all_sites(current_sites())[1:]:
+            if pipeline.settings.indexnow_key:
+                _notify(wake_ups[:1], pipeline)  # a failure is retried by the next wake-up
+    report_gone(logger, routed.gone)
+    return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
+
+
+def _notify(records: list[dict[str, Any]], pipeline: Pipeline) -> list[str]:
+    done, settled = notify_batch(records, pipeline, current_notifiers())
     if done is None:
         logger.warning("search engine busy; the change records will be retried", extra={"records": len(records)})
     elif isinstance(done, str):
@@ -46,4 +63,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             )
             metrics.add_metric(name="NotificationsRejected", unit=MetricUnit.Count, value=1)
     report_dead_letters(logger, metrics, settled.dead_lettered, settled.unsent)
-    return {"batchItemFailures": [{"itemIdentifier": m} for m in settled.failures]}
+    return list(settled.failures)
+
+
+def _is_wake_up(record: dict[str, Any]) -> bool:
+    try:
+        body = json.loads(str(record.get("body", "")))
+    except ValueError:
+        return False
+    return isinstance(body, dict) and is_wake_up(body)

@@ -15,10 +15,13 @@ with that reason on its queue's last receive) instead of being refused as unknow
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+from sitemap_updater.core.messages import site_of
 from sitemap_updater.core.site_keys import object_prefix, pk_prefix
 from sitemap_updater.ports import Bucket, SiteDirectory
 from sitemap_updater.service.pipeline import Pipeline
@@ -117,8 +120,62 @@ class Sites:
         site = self._cache.get(host) if self._cache is not None else None
         if site is None or site.state != ACTIVE:
             return None
-        built = self._pipelines.get(host)
+        return self.for_listed(site)
+
+    def for_listed(self, site: SiteConfig) -> Pipeline:
+        """The pipeline of ``site`` (as read), built once per configuration."""
+        built = self._pipelines.get(site.host)
         if built is None or built[0] != site:
             built = (site, site_pipeline(self.stack, site))
-            self._pipelines[host] = built
+            self._pipelines[site.host] = built
         return built[1]
+
+
+@dataclass(slots=True)
+class Routed:
+    """A queue batch's records by site, in batch order: each site's pipeline with its records; the IDs of records
+    whose site is gone (removed: nothing is done for them) and of those whose site's lookup was deferred (given
+    back to SQS)."""
+
+    batches: list[tuple[Pipeline, list[dict[str, Any]]]] = field(default_factory=list)
+    gone: dict[str, str] = field(default_factory=dict)  # message ID -> host
+    deferred: list[str] = field(default_factory=list)
+
+
+def route(sites: Sites, records: list[dict[str, Any]], host_of: Callable[[dict[str, Any]], str]) -> Routed:
+    """Group ``records`` by the site ``host_of`` names for each ("": the stack's own site)."""
+    routed = Routed()
+    by_host: dict[str, tuple[Pipeline, list[dict[str, Any]]]] = {}
+    for record in records:
+        host, message_id = host_of(record), str(record.get("messageId", ""))
+        if host not in by_host:
+            try:
+                pipeline = sites.for_host(host)
+            except SiteLookupDeferred:
+                routed.deferred.append(message_id)
+                continue
+            if pipeline is None:
+                routed.gone[message_id] = host
+                continue
+            by_host[host] = (pipeline, [])
+            routed.batches.append(by_host[host])
+        by_host[host][1].append(record)
+    return routed
+
+
+def message_site(record: dict[str, Any]) -> str:
+    """The site a message between functions names ("": the stack's own, or a body that cannot be read, which the
+    stack's own pipeline reports as unreadable)."""
+    try:
+        body = json.loads(str(record.get("body", "")))
+        return site_of(body) if isinstance(body, dict) else ""
+    except ValueError:
+        return ""
+
+
+def all_sites(sites: Sites) -> list[Pipeline]:
+    """The stack's own site's pipeline and every active site's (the hourly functions run for each)."""
+    directory = sites.stack.directory
+    found = [] if directory is None else directory.list_sites()
+    pipelines = [sites.for_listed(site) for site in sorted(found, key=lambda s: s.host) if site.state == ACTIVE]
+    return [sites.stack, *pipelines]
