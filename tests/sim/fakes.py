@@ -30,6 +30,7 @@ from sitemap_updater.core.sharding import KeyRange
 from sitemap_updater.core.snapshots import PendingPut, SnapshotRef
 from sitemap_updater.ports import HttpResponse, ImportHold
 from sitemap_updater.service.marks import stored
+from sitemap_updater.sites import SiteConfig
 from tests.conftest import AS_OF_US
 from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
 from tests.sim.scheduler import Clock, Scheduler
@@ -686,3 +687,26 @@ class FakeIndexNow:
             return HttpResponse(status, {"Retry-After": "1"} if status == 503 else {}, "")
 
         return self._sched.point("http.POST", post)
+
+
+# --- the sites added at run time -----------------------------------------------------------------------------
+class FakeSites:
+    """The ``SiteDirectory`` port as a dictionary (adapters/sites.py keeps it in the manifest table); ``reads``
+    counts the sites read one by one, as the functions do."""
+
+    def __init__(self) -> None:
+        self.sites: dict[str, SiteConfig] = {}
+        self.reads = 0
+
+    def get_site(self, host: str) -> SiteConfig | None:
+        self.reads += 1
+        return self.sites.get(host)
+
+    def put_site(self, site: SiteConfig) -> None:
+        self.sites[site.host] = site
+
+    def delete_site(self, host: str) -> None:
+        self.sites.pop(host, None)
+
+    def list_sites(self) -> list[SiteConfig]:
+        return [self.sites[host] for host in sorted(self.sites)]

@@ -19,7 +19,8 @@ import hashlib
 import re
 
 # DNS's longest name (253) and a port.
-MAX_HOST_BYTES = 253 + len(":65535")
+MAX_NAME_BYTES = 253
+MAX_HOST_BYTES = MAX_NAME_BYTES + len(":65535")
 # SQS: MessageGroupId and MessageDeduplicationId hold at most 128 characters.
 MAX_GROUP_CHARS = 128
 # What a canonical host is made of (``Site.netloc`` after IDNA): letters, digits, dots, hyphens, a port.
@@ -39,8 +40,8 @@ class HostError(ValueError):
 
 def check_host(host: str) -> str:
     """``host`` when it can be a site's host (a canonical ``Site.netloc`` within the limits above)."""
-    if len(host.encode()) > MAX_HOST_BYTES:
-        raise HostError(f"host {host[:60]!r}... is longer than {MAX_HOST_BYTES} bytes")
+    if len(host.encode()) > MAX_HOST_BYTES or len(host.rpartition(":")[0 if ":" in host else 2]) > MAX_NAME_BYTES:
+        raise HostError(f"host {host[:60]!r}... is longer than DNS allows ({MAX_NAME_BYTES} characters)")
     if not _HOST.match(host):
         raise HostError(f"host {host!r} is not a canonical host name (lower-case letters, digits, dots, hyphens)")
     return host

@@ -1,0 +1,263 @@
+"""Several sites in one stack (issue 32): each host's events publish its own tree and nothing else; a stack with
+one SiteUrl keeps exactly its keys, objects and messages; an event for a host that is no site is refused naming
+it; the sites' items are read through a cache that a flood of unknown hosts cannot turn into a read each; removing
+a site deletes its tree and touches nothing else.
+
+The stack is in memory (the simulation's fakes) and driven through the real handlers; the expected files come from
+the independent reference renderer (tests/oracle.py via conftest.reference_site)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from sitemap_updater.adapters.storage import SitemapBucket
+from sitemap_updater.core.site_keys import HostError, check_host, site_dedup, site_group
+from sitemap_updater.handlers import ingest as ingest_handler
+from sitemap_updater.handlers import rebuild_index as index_handler
+from sitemap_updater.handlers import rebuild_shard as rebuild_handler
+from sitemap_updater.local.runner import LocalContext
+from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.sites import SiteRefused, add_site, begin_removal, finish_removal
+from sitemap_updater.settings import Settings
+from sitemap_updater.sites import SiteConfig, SiteConfigError
+from sitemap_updater.wiring.pipeline import current_sites, use_pipeline
+from sitemap_updater.wiring.site_ports import SiteBucket
+from sitemap_updater.wiring.sites import SiteCache, SiteLookupDeferred, site_pipeline
+from tests.conftest import AS_OF_US, BASE
+from tests.sim.fakes import FakeS3, FakeSites, FakeStore, SimQueue, SimQueueState
+from tests.sim.scheduler import Clock, Faults, Scheduler
+from tests.sites_v1_scenario import footprint
+
+NOW = datetime.fromtimestamp(AS_OF_US / 1_000_000, UTC)
+DE = "https://www.example.de"
+FR = "https://www.example.fr"
+FOOTPRINT = Path(__file__).resolve().parents[1] / "data" / "sites_v1_footprint.json"
+
+
+class Stack:
+    """One stack in memory with its own site (BASE) and the sites added to it, run through the real handlers."""
+
+    def __init__(self) -> None:
+        self.clock = Clock()
+        sched = Scheduler(random.Random(0), self.clock, Faults(random.Random(0), 0.0))
+        self.store = FakeStore(sched, self.clock)
+        self.s3 = FakeS3(sched)
+        self.directory = FakeSites()
+        names = ("rebuild", "index", "notify", "dlq")
+        self.queues = {name: SimQueueState(name, name != "dlq", 30.0, None) for name in names}
+        settings = Settings(
+            site_url=BASE, sections="blog", max_urls_per_file=2, manifest_table="t", bucket_name="b",
+            rebuild_queue_url="rebuild", index_queue_url="index", notify_queue_url="notify", ingest_dlq_url="dlq",
+            indexnow_key="stack-key-0001",
+        )  # fmt: skip
+
+        def queue(name: str) -> SimQueue:
+            return SimQueue(sched, self.clock, self.queues[name], name)
+
+        self.pipeline = Pipeline(
+            settings=settings,
+            store=self.store,
+            bucket=SiteBucket(SitemapBucket(self.s3, "b"), ""),  # type: ignore[arg-type]
+            rebuild_queue=queue("rebuild"),
+            index_queue=queue("index"),
+            notify_queue=queue("notify"),
+            dead_letters=queue("dlq"),
+            clock=lambda: NOW,
+            directory=self.directory,
+        )
+        self.ids = iter(range(1_000_000))
+
+    def add(self, origin: str, **fields: Any) -> SiteConfig:
+        return add_site(self.pipeline, self.directory, SiteConfig.parse({"origin": origin, **fields}))
+
+    def _record(self, body: str, group: str | None = None) -> dict[str, Any]:
+        attributes = {"ApproximateReceiveCount": "1", "SentTimestamp": "0", "SenderId": "x",
+                      "ApproximateFirstReceiveTimestamp": "0"}  # fmt: skip
+        attributes |= {"MessageGroupId": group} if group else {}
+        return {"messageId": f"m{next(self.ids)}", "receiptHandle": "r", "body": body, "attributes": attributes,
+                "messageAttributes": {}, "md5OfBody": "0" * 32, "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q", "awsRegion": "us-east-1"}  # fmt: skip
+
+    def send(self, *events: dict[str, Any]) -> dict[str, Any]:
+        records = [self._record(json.dumps(e)) for e in events]
+        return cast(dict[str, Any], ingest_handler.handler({"Records": records}, LocalContext("ingest")))
+
+    def drain(self) -> None:
+        for _ in range(50):
+            moved = False
+            for name, handler in (("rebuild", rebuild_handler.handler), ("index", index_handler.handler)):
+                state = self.queues[name]
+                taken, state.messages = state.messages[:10], state.messages[10:]
+                if taken:
+                    moved = True
+                    records = [self._record(m.body, m.group) for m in taken]
+                    answer = handler({"Records": records}, LocalContext(name))
+                    assert not answer["batchItemFailures"], answer
+            if not moved:
+                return
+        raise AssertionError("the queues never drained")
+
+    def tree(self, prefix: str) -> dict[str, bytes]:
+        """The objects under ``prefix`` (a site's tree; "" : the stack's own, without the others')."""
+        found = {n: o.data for n, o in self.s3.objects.items() if n.startswith(prefix)}
+        return {n: d for n, d in found.items() if prefix or not n.startswith("sites/")}
+
+
+@pytest.fixture
+def stack() -> Iterator[Stack]:
+    made = Stack()
+    use_pipeline(made.pipeline)
+    yield made
+    use_pipeline(None)
+
+
+def upsert(url: str, at: str = "2026-11-21T10:00:00Z") -> dict[str, Any]:
+    return {"url": url, "type": "upsert", "occurred_at": at, "lastmod": at}
+
+
+def _locs(data: bytes) -> list[str]:
+    text = gzip.decompress(data).decode() if data[:2] == b"\x1f\x8b" else data.decode()
+    return re.findall(r"<loc>([^<]+)</loc>", text)
+
+
+def test_two_sites_in_one_stack_publish_two_trees_and_no_file_shows_the_others_pages(stack: Stack) -> None:
+    stack.add(DE, sections="blog,news")
+    stack.add(FR)
+    stack.send(upsert(f"{BASE}/blog/a"), upsert(f"{DE}/blog/a"), upsert(f"{DE}/news/n"), upsert(f"{FR}/x"))
+    stack.send(upsert(f"{DE}/blog/b"), upsert(f"{DE}/blog/c"), upsert(f"{BASE}/about"))
+    stack.drain()
+    trees = {origin: stack.tree(prefix) for origin, prefix in
+             ((BASE, ""), (DE, "sites/www.example.de/"), (FR, "sites/www.example.fr/"))}  # fmt: skip
+    for origin, tree in trees.items():
+        shown = {loc for name, data in tree.items() if name.rsplit("/", 1)[-1].startswith("sitemap") for loc in
+                 _locs(data)}  # fmt: skip
+        assert shown and all(loc.startswith(f"{origin}/") for loc in shown), (origin, sorted(shown))
+    de = trees[DE]
+    assert sorted(n.removeprefix("sites/www.example.de/") for n in de if "_state" not in n) == [
+        "sitemap-blog-00000000.xml.gz", "sitemap-blog-80000000.xml.gz", "sitemap-news-00000000.xml.gz",
+        "sitemap.xml",
+    ]  # fmt: skip
+    index = _locs(de["sites/www.example.de/sitemap.xml"])
+    assert index and all(loc.startswith(f"{DE}/sitemap-") for loc in index)  # its index names its files, on its host
+    pages = {loc for name, data in de.items() if name.endswith(".xml.gz") for loc in _locs(data)}
+    assert pages == {f"{DE}/blog/a", f"{DE}/blog/b", f"{DE}/blog/c", f"{DE}/news/n"}
+    assert set(_locs(trees[BASE]["sitemap-blog-00000000.xml.gz"])) == {f"{BASE}/blog/a"}
+    # the stack's own site: its v1 layout (root objects, no site in its messages); the others' items, prefixed
+    assert "sites/" not in "".join(trees[BASE])
+    assert set(stack.store.sites) == {"site#www.example.de#", "site#www.example.fr#"}
+    assert stack.store.sites["site#www.example.de#"].sections == {"blog", "news"}
+    assert f"{BASE}/blog/a" in stack.store.pages and f"{DE}/blog/a" not in stack.store.pages
+
+
+def test_messages_name_their_site_in_body_group_and_deduplication_id(stack: Stack) -> None:
+    stack.add(DE)
+    stack.send(upsert(f"{DE}/a"), upsert(f"{BASE}/a"))
+    sent = stack.queues["rebuild"].messages
+    by_site = {json.loads(m.body).get("site", ""): m for m in sent}
+    assert set(by_site) == {"", "www.example.de"}
+    assert by_site[""].group == "root" and by_site["www.example.de"].group == "www.example.de#root"
+    assert "site" not in json.loads(by_site[""].body)  # the stack's own site's messages are as before sites
+
+
+def test_groups_and_ids_stay_within_sqs_limits_for_the_longest_host() -> None:
+    host = ".".join(["a" * 63] * 3) + "." + "b" * 61  # 253 characters: DNS's longest name
+    assert check_host(host) == host
+    group = site_group(host, "x" * 58)  # the longest section slug
+    assert len(group) <= 128 and group.endswith("#" + "x" * 58)
+    assert site_group("www.example.de", "blog") == "www.example.de#blog" and site_group("", "blog") == "blog"
+    assert len(site_dedup(host, "f" * 64)) == 64 and site_dedup("", "d") == "d"
+    with pytest.raises(HostError):
+        check_host(host + "c")
+
+
+def test_a_v1_stack_keeps_exactly_its_keys_objects_and_messages() -> None:
+    # tests/data/sites_v1_footprint.json was written by tests/sites_v1_scenario.py run on main before sites
+    assert footprint() == json.loads(FOOTPRINT.read_text(encoding="utf-8"))
+
+
+def test_an_event_for_a_host_that_is_no_site_is_refused_naming_the_host_and_the_field(stack: Stack) -> None:
+    stack.add(DE)
+    answer = stack.send(upsert("https://www.example.org/a"), upsert(f"{DE}/a"))
+    assert answer == {"batchItemFailures": []}
+    (dead,) = stack.queues["dlq"].messages
+    assert json.loads(dead.body)["url"] == "https://www.example.org/a"
+    assert dead.attributes["reason"].startswith("url: host 'www.example.org' is not a site of this stack")
+    assert [json.loads(m.body)["site"] for m in stack.queues["rebuild"].messages] == ["www.example.de"]
+
+
+def test_a_site_being_removed_takes_no_more_events(stack: Stack) -> None:
+    stack.add(DE)
+    begin_removal(stack.pipeline, stack.directory, DE)
+    current_sites()._cache = SiteCache(stack.directory)  # past the cache's minute
+    stack.send(upsert(f"{DE}/a"))
+    assert "www.example.de" in stack.queues["dlq"].messages[0].attributes["reason"]
+    assert not stack.queues["rebuild"].messages
+
+
+def test_the_cache_reads_a_host_once_a_minute_and_a_flood_of_unknown_hosts_at_most_twenty_times() -> None:
+    directory, now = FakeSites(), [0.0]
+    directory.put_site(SiteConfig.parse({"origin": DE}))
+    cache = SiteCache(directory, clock=lambda: now[0], ttl_s=60, unknown_reads=20)
+    assert cache.get("www.example.de") is not None
+    for _ in range(100):
+        assert cache.get("www.example.de") is not None
+    assert directory.reads == 1
+    refused = 0
+    for number in range(1000):
+        try:
+            assert cache.get(f"host{number}.example") is None
+        except SiteLookupDeferred as exc:
+            assert f"url: host host{number}.example not looked up" in str(exc)
+            refused += 1
+    assert directory.reads == 20 and refused == 981  # the site itself was one of the twenty uncached hosts read
+    now[0] = 60.0  # a minute on: each host is read again
+    assert cache.get("www.example.de") is not None and directory.reads == 21
+    directory.put_site(SiteConfig.parse({"origin": FR}))
+    assert cache.get("www.example.fr") is not None  # a site added is found within a minute
+
+
+def test_removing_a_site_deletes_its_tree_and_touches_nothing_else(stack: Stack) -> None:
+    stack.add(DE)
+    stack.add(FR)
+    stack.send(upsert(f"{DE}/a"), upsert(f"{FR}/a"), upsert(f"{BASE}/a"), upsert(f"{DE}/blog/b"))
+    stack.drain()
+    before = {n: o.data for n, o in stack.s3.objects.items() if not n.startswith("sites/www.example.de/")}
+    fr_store = stack.store.sites["site#www.example.fr#"]
+    kept = (dict(stack.store.pages), dict(stack.store.file_records), dict(fr_store.pages), dict(fr_store.file_records))
+    site = begin_removal(stack.pipeline, stack.directory, DE)
+    removed = finish_removal(site_pipeline(stack.pipeline, site), stack.directory)
+    assert removed.objects == 3 and removed.items > 0  # its root file, the file's snapshots and its index
+    assert not [n for n in stack.s3.objects if n.startswith("sites/www.example.de/")]
+    assert {n: o.data for n, o in stack.s3.objects.items()} == before
+    assert (stack.store.pages, stack.store.file_records, fr_store.pages, fr_store.file_records) == kept
+    assert stack.store.sites["site#www.example.de#"].item_count() == 0
+    assert stack.directory.get_site("www.example.de") is None
+
+
+def test_a_site_is_configured_by_named_fields(stack: Stack) -> None:
+    with pytest.raises(SiteConfigError, match=r"origin: .*must be a scheme and host only"):
+        SiteConfig.parse({"origin": "https://www.example.de/de"})
+    with pytest.raises(SiteConfigError, match=r"feed_entries: .*; indexnow_key: "):
+        SiteConfig.parse({"origin": DE, "indexnow_key": "short", "feed_entries": 5000})
+    with pytest.raises(SiteConfigError, match="colour: Extra inputs are not permitted"):
+        SiteConfig.parse({"origin": DE, "colour": "blue"})
+    assert SiteConfig.parse({"origin": "HTTPS://WWW.Example.DE:443"}).origin == DE
+    with pytest.raises(SiteRefused, match="the stack's own site"):
+        stack.add(BASE)
+    settings = stack.add(DE, sections="blog", text_sitemaps=True).settings(stack.pipeline.settings)
+    assert (settings.site_url, settings.sections, settings.text_sitemaps, settings.indexnow_key) == (
+        DE,
+        "blog",
+        True,
+        "",
+    )
+    assert settings.manifest_table == "t" and settings.max_urls_per_file == 2  # the stack's own
