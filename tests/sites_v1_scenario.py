@@ -88,7 +88,7 @@ def footprint(site_url: str = "https://www.example.com") -> dict[str, Any]:
                     for i, m in enumerate(batch) if m["QueueUrl"] == QUEUES[queue]
                 ]  # fmt: skip
                 if records:
-                    run(records, pipeline)  # type: ignore[operator]
+                    run(records, pipeline)
         items = sorted(
             (i for page in dynamodb.get_paginator("scan").paginate(TableName="manifest") for i in page["Items"]),
             key=lambda item: (item["pk"]["S"], item["sk"]["S"]),

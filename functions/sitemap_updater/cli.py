@@ -1,5 +1,5 @@
 """Command line: ``sitemap-updater build``, ``local`` (cli_local.py), ``import`` (cli_import.py), ``verify``
-(cli_verify.py), ``redrive`` (cli_redrive.py), ``schema``."""
+(cli_verify.py), ``redrive`` (cli_redrive.py), ``sites`` (cli_sites.py), ``schema``."""
 
 from __future__ import annotations
 
@@ -290,10 +290,12 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
     _adopt_options(imp)
     from sitemap_updater.cli_redrive import add_parser as add_redrive
+    from sitemap_updater.cli_sites import add_parser as add_sites
     from sitemap_updater.cli_verify import add_parser as add_verify
 
     add_verify(commands)
     add_redrive(commands)
+    add_sites(commands)
     commands.add_parser(
         "schema",
         help="print the JSON Schema of the event contract (docs/event.schema.json)",
@@ -398,6 +400,10 @@ def _run(argv: Sequence[str] | None) -> int:
         from sitemap_updater.cli_redrive import run_redrive
 
         return run_redrive(args)
+    if args.command == "sites":
+        from sitemap_updater.cli_sites import run_sites
+
+        return run_sites(args)
     return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands
 
 

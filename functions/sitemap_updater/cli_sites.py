@@ -1,0 +1,83 @@
+"""``sitemap-updater sites add|list|remove``: the sites a stack serves beside its own (issue 32), changed at run time
+with no redeploy. The stack is the one ``--stack NAME`` names (its outputs and parameters, read with
+CloudFormation's DescribeStacks; with ``--endpoint-url`` on a local AWS, such as the stack ``local`` creates), else
+the environment variables the functions read."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, stack_option
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sites = commands.add_parser(
+        "sites",
+        help="add, list or remove the sites a stack serves beside its own (no redeploy)",
+        description="Each site has its own sitemap files and index under sites/<host>/ in the stack's bucket, its "
+        "own records in the stack's table and its own FIFO message groups; events are routed by their URL's host. "
+        "The stack's own site (its SiteUrl) is always there and is configured by the stack's parameters.",
+    )
+    actions = sites.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="add a site, or change the one on its host")
+    add.add_argument("origin", metavar="ORIGIN", help="the site's canonical scheme and host: https://www.example.de")
+    add.add_argument("--sections", default="", metavar="NAMES", help="as the stack parameter Sections")
+    add.add_argument("--text-sitemaps", action="store_true", help="a text sitemap beside each file")
+    add.add_argument("--feed-entries", type=int, default=0, metavar="N", help="the recent-changes feed's length")
+    add.add_argument("--freshness-seconds", type=int, default=None, metavar="S", help="default: the stack's")
+    add.add_argument("--section-freshness", default=None, metavar="PAIRS", help="news=30,products=900")
+    add.add_argument("--indexnow-key", default="", metavar="KEY", help="the site's IndexNow key (none: off)")
+    add.add_argument("--search-console-property", default="", metavar="PROPERTY", help="default: the origin's root")
+    lst = actions.add_parser("list", help="list the sites, one a line: host, state, origin, sections")
+    remove = actions.add_parser(
+        "remove", help="delete a site's files and records, then the site; nothing else is touched"
+    )
+    remove.add_argument("origin", metavar="ORIGIN", help="the site's origin or host URL: https://www.example.de")
+    for parser in (add, lst, remove):
+        stack_option(parser, "the deployed stack (the name given to sam deploy)")
+        parser.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
+
+
+def run_sites(args: argparse.Namespace) -> int:
+    import boto3
+
+    from sitemap_updater.service.sites import SiteRefused, add_site, begin_removal, finish_removal
+    from sitemap_updater.settings import SettingsError
+    from sitemap_updater.sites import SiteConfig, SiteConfigError
+    from sitemap_updater.wiring.deployed import StackError, command_settings
+    from sitemap_updater.wiring.pipeline import connect_pipeline
+    from sitemap_updater.wiring.sites import site_pipeline
+
+    make_client = boto3.session.Session().client
+    try:
+        settings = command_settings(args.stack, make_client, args.endpoint_url)
+    except (StackError, SettingsError) as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    stack = connect_pipeline(settings, make_client, args.endpoint_url)
+    directory = stack.directory
+    assert directory is not None  # connect_pipeline always gives one
+    try:
+        if args.action == "add":
+            fields = {
+                "origin": args.origin, "sections": args.sections, "text_sitemaps": args.text_sitemaps,
+                "feed_entries": args.feed_entries, "freshness_seconds": args.freshness_seconds,
+                "section_freshness": args.section_freshness, "indexnow_key": args.indexnow_key,
+                "search_console_property": args.search_console_property,
+            }  # fmt: skip
+            site = add_site(stack, directory, SiteConfig.parse(fields))
+            print(f"site {site.host} added: its files under sites/{site.host}/ of bucket {settings.bucket_name}")
+            return EXIT_OK
+        if args.action == "list":
+            print(f"{stack.site.netloc}\tstack\t{stack.site.base_url}\t{settings.sections or '-'}")
+            for site in directory.list_sites():
+                print(f"{site.host}\t{site.state}\t{site.origin}\t{site.sections or '-'}")
+            return EXIT_OK
+        site = begin_removal(stack, directory, args.origin)
+        removed = finish_removal(site_pipeline(stack, site), directory)
+        print(f"site {removed.host} removed: {removed.objects} objects and {removed.items} items deleted")
+        return EXIT_OK
+    except (SiteConfigError, SiteRefused) as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_FAILED
