@@ -90,7 +90,10 @@ def test_sites_are_added_listed_and_removed_and_a_removal_touches_nothing_else(
         site = directory.get_site(origin.removeprefix("https://"))
         pipeline = sites.stack if site is None else site_pipeline(own, site)
         _publish(pipeline, [origin + page for page in pages], moto_endpoint)
+        if site is not None and site.host == "www.example.de":  # a Search Console submission of its index, recorded
+            pipeline.store.mark_sent({f"{DE}/sitemap.xml": ""}, "search-console", 10, 20)
     objects, items = _footprint(moto_endpoint, stack)
+    assert ("site#www.example.de#sent#https://www.example.de/sitemap.xml", "search-console") in items
     assert {"sites/www.example.de/sitemap.xml", "sites/www.example.fr/sitemap.xml", "sitemap.xml"} <= set(objects)
     de_items = {key for key in items if key[0].startswith("site#www.example.de#")}
     assert {("site#www.example.de#sections", s) for s in ("blog", "news", "root")} <= de_items

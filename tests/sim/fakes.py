@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -87,7 +87,7 @@ class FakeStore:
             self.sites[prefix] = FakeStore(self._sched, self.clock, self.aws.partitions, prefix)
         return self.sites[prefix]
 
-    def delete_site_records(self) -> int:
+    def delete_site_records(self, urls: Sequence[str] = ()) -> int:
         """Every item of this site deleted (adapters/site_records.py finds them on DynamoDB); how many there were."""
         if not self.prefix:
             raise ValueError("the stack's own site has no prefix: its records are not removed this way")

@@ -8,8 +8,8 @@ Scan (which would read the whole table, every site's items):
 | partition | found from |
 |---|---|
 | ``<prefix>sec#<section>[#<nn>]`` | the recorded sections and the store's partition count |
-| ``<prefix>page#<url id>``, ``<prefix>sent#<url id>`` | the section items' sort keys (``<key>#<url id>``) and the
-  URLs of the open outboxes (a page state written before its entry) |
+| ``<prefix>page#<url id>``, ``<prefix>sent#<url id>`` | the section items' sort keys (``<key>#<url id>``), the
+  URLs of the open outboxes (a page state written before its entry) and of its index files (Search Console) |
 | ``<prefix>rebuilds#<section>`` | the recorded sections |
 | ``files``, ``index``, ``seq#index``, ``outbox``, ``import``, ``parked``, ``held#<channel>``, ``sections`` | fixed
   names under the prefix |
@@ -19,7 +19,7 @@ The stack's own site (no prefix) records nothing and cannot be removed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sitemap_updater.adapters.dynamo_values import n as _n
@@ -69,13 +69,14 @@ class SiteRecords:
         for page in pages:
             yield from page.get("Items", [])
 
-    def delete_site_records(self) -> int:
-        """Delete every item of this site (its prefix's partitions, found as the module says); the number deleted.
-        Run it again after a failure: it finds what is left the same way."""
+    def delete_site_records(self, urls: Sequence[str] = ()) -> int:
+        """Delete every item of this site (its prefix's partitions, found as the module says) and those of ``urls``
+        (its index files', whose Search Console submissions it records); the number deleted. Run it again after a
+        failure: it finds what is left the same way."""
         if not self.prefix:
             raise ValueError("the stack's own site has no prefix: its records are not removed this way")
         keys: list[dict[str, Any]] = []
-        url_ids: set[str] = set()
+        url_ids: set[str] = {url_id_of(url) for url in urls}
         sections = self.site_sections()
         for section in sections:
             names = [f"sec#{section}"]

@@ -11,6 +11,7 @@ what is left.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,6 +22,8 @@ from sitemap_updater.service.dead_letters import dead_letter
 from sitemap_updater.service.ingest import Rejected
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.sites import REMOVING, SiteConfig, SiteConfigError
+
+_INDEX = re.compile(r"sitemap(-index-\d+)?\.xml")  # core/render.py index_name
 
 
 class SiteRefused(ValueError):
@@ -98,8 +101,9 @@ def begin_removal(stack: Pipeline, directory: SiteDirectory, origin: str) -> Sit
 def finish_removal(site: Pipeline, directory: SiteDirectory) -> Removed:
     """Delete every object and item of ``site`` (its pipeline: its ports see its tree only), then its item."""
     names = site.bucket.names()
+    indexes = [site.files.file_url(name) for name in names if _INDEX.fullmatch(name)]  # Search Console's records
     for name in names:
         site.bucket.delete(name)
-    items = site.store.delete_site_records()
+    items = site.store.delete_site_records(indexes)
     directory.delete_site(site.site.netloc)
     return Removed(site.site.netloc, len(names), items)
