@@ -57,7 +57,7 @@ class Stack:
         settings = Settings(
             site_url=BASE, sections="blog", max_urls_per_file=2, manifest_table="t", bucket_name="b",
             rebuild_queue_url="rebuild", index_queue_url="index", notify_queue_url="notify", ingest_dlq_url="dlq",
-            indexnow_key="stack-key-0001",
+            indexnow_key="stack-key-0001", ingest_max_receive_count=3,
         )  # fmt: skip
 
         def queue(name: str) -> SimQueue:
@@ -79,16 +79,16 @@ class Stack:
     def add(self, origin: str, **fields: Any) -> SiteConfig:
         return add_site(self.pipeline, self.directory, SiteConfig.parse({"origin": origin, **fields}))
 
-    def _record(self, body: str, group: str | None = None) -> dict[str, Any]:
-        attributes = {"ApproximateReceiveCount": "1", "SentTimestamp": "0", "SenderId": "x",
+    def _record(self, body: str, group: str | None = None, receives: int = 1) -> dict[str, Any]:
+        attributes = {"ApproximateReceiveCount": str(receives), "SentTimestamp": "0", "SenderId": "x",
                       "ApproximateFirstReceiveTimestamp": "0"}  # fmt: skip
         attributes |= {"MessageGroupId": group} if group else {}
         return {"messageId": f"m{next(self.ids)}", "receiptHandle": "r", "body": body, "attributes": attributes,
                 "messageAttributes": {}, "md5OfBody": "0" * 32, "eventSource": "aws:sqs",
                 "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q", "awsRegion": "us-east-1"}  # fmt: skip
 
-    def send(self, *events: dict[str, Any]) -> dict[str, Any]:
-        records = [self._record(json.dumps(e)) for e in events]
+    def send(self, *events: dict[str, Any], receives: int = 1) -> dict[str, Any]:
+        records = [self._record(json.dumps(e), receives=receives) for e in events]
         return cast(dict[str, Any], ingest_handler.handler({"Records": records}, LocalContext("ingest")))
 
     def drain(self) -> None:
@@ -223,6 +223,20 @@ def test_the_cache_reads_a_host_once_a_minute_and_a_flood_of_unknown_hosts_at_mo
     assert cache.get("www.example.de") is not None and directory.reads == 21
     directory.put_site(SiteConfig.parse({"origin": FR}))
     assert cache.get("www.example.fr") is not None  # a site added is found within a minute
+
+
+def test_a_flood_of_unknown_hosts_costs_twenty_reads_and_the_rest_is_retried_then_dead_lettered(stack: Stack) -> None:
+    stack.add(DE)
+    flood, before = [upsert(f"https://host{n}.example/a") for n in range(30)], stack.directory.reads
+    answer = stack.send(*flood, upsert(f"{BASE}/a"))
+    assert stack.directory.reads - before == 20  # the stack's own host is never looked up
+    assert len(answer["batchItemFailures"]) == 10  # not looked up: given back to the queue
+    assert len(stack.queues["dlq"].messages) == 20  # looked up, no site: refused at once
+    again = stack.send(*flood[20:], receives=3)  # their last receive, within the same minute
+    assert again == {"batchItemFailures": []} and stack.directory.reads - before == 20
+    reasons = [m.attributes["reason"] for m in stack.queues["dlq"].messages[20:]]
+    assert len(reasons) == 10 and all(r.startswith("failed on all 3 receives: SiteLookupDeferred: url: host") for r in
+                                      reasons)  # fmt: skip
 
 
 def test_removing_a_site_deletes_its_tree_and_touches_nothing_else(stack: Stack) -> None:

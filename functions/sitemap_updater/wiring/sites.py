@@ -140,6 +140,7 @@ class Routed:
     batches: list[tuple[Pipeline, list[dict[str, Any]]]] = field(default_factory=list)
     gone: dict[str, str] = field(default_factory=dict)  # message ID -> host
     deferred: list[str] = field(default_factory=list)
+    why_deferred: dict[str, str] = field(default_factory=dict)  # message ID -> SiteLookupDeferred's message
 
 
 def route(sites: Sites, records: list[dict[str, Any]], host_of: Callable[[dict[str, Any]], str]) -> Routed:
@@ -151,8 +152,9 @@ def route(sites: Sites, records: list[dict[str, Any]], host_of: Callable[[dict[s
         if host not in by_host:
             try:
                 pipeline = sites.for_host(host)
-            except SiteLookupDeferred:
+            except SiteLookupDeferred as exc:
                 routed.deferred.append(message_id)
+                routed.why_deferred[message_id] = f"{type(exc).__name__}: {exc}"
                 continue
             if pipeline is None:
                 routed.gone[message_id] = host
