@@ -13,7 +13,8 @@ import json
 import random
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,11 +27,11 @@ from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import rebuild_shard as rebuild_handler
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.reconcile import reconcile
 from sitemap_updater.service.sites import SiteRefused, add_site, begin_removal, finish_removal
 from sitemap_updater.settings import Settings
 from sitemap_updater.sites import SiteConfig, SiteConfigError
 from sitemap_updater.wiring.pipeline import current_sites, use_pipeline
-from sitemap_updater.wiring.site_ports import SiteBucket
 from sitemap_updater.wiring.sites import SiteCache, SiteLookupDeferred, site_pipeline
 from tests.conftest import AS_OF_US, BASE
 from tests.sim.fakes import FakeS3, FakeSites, FakeStore, SimQueue, SimQueueState
@@ -66,7 +67,7 @@ class Stack:
         self.pipeline = Pipeline(
             settings=settings,
             store=self.store,
-            bucket=SiteBucket(SitemapBucket(self.s3, "b"), ""),  # type: ignore[arg-type]
+            bucket=SitemapBucket(self.s3, "b", hide="sites/"),  # type: ignore[arg-type]
             rebuild_queue=queue("rebuild"),
             index_queue=queue("index"),
             notify_queue=queue("notify"),
@@ -156,6 +157,24 @@ def test_two_sites_in_one_stack_publish_two_trees_and_no_file_shows_the_others_p
     assert set(stack.store.sites) == {"site#www.example.de#", "site#www.example.fr#"}
     assert stack.store.sites["site#www.example.de#"].sections == {"blog", "news"}
     assert f"{BASE}/blog/a" in stack.store.pages and f"{DE}/blog/a" not in stack.store.pages
+
+
+def test_each_site_lists_its_own_objects_and_reconciliation_keeps_the_others(stack: Stack) -> None:
+    stack.add(DE)
+    stack.add(FR)
+    stack.send(upsert(f"{DE}/a"), upsert(f"{BASE}/a"), upsert(f"{FR}/a"))
+    stack.drain()
+    before = {n: o.data for n, o in stack.s3.objects.items()}
+    de = site_pipeline(stack.pipeline, stack.directory.sites["www.example.de"])
+    own = [name for name, _ in stack.pipeline.bucket.objects()]
+    assert own and own == sorted(n for n in before if not n.startswith("sites/"))
+    assert stack.pipeline.bucket.names() == own
+    listed = [name for name, _ in de.bucket.objects()]
+    assert listed == sorted(n.removeprefix("sites/www.example.de/") for n in before if "example.de" in n)
+    assert de.bucket.names() == listed and "sitemap.xml" in listed
+    later = replace(stack.pipeline, clock=lambda: NOW + timedelta(hours=3))  # every object old enough to be a stray
+    assert reconcile(later).stray == [] and reconcile(replace(de, clock=later.clock)).stray == []
+    assert {n: o.data for n, o in stack.s3.objects.items()} == before
 
 
 def test_messages_name_their_site_in_body_group_and_deduplication_id(stack: Stack) -> None:

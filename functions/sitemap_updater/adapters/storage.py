@@ -43,9 +43,12 @@ def content_type(name: str) -> str:
 class SitemapBucket:
     """The private bucket CloudFront serves the sitemaps from."""
 
-    def __init__(self, client: S3Client, bucket: str, max_age_seconds: int = 0) -> None:
+    def __init__(self, client: S3Client, bucket: str, max_age_seconds: int = 0, hide: str = "") -> None:
         self._client = client
         self.bucket = bucket
+        # Names a listing leaves out unless it asks for them: the other sites' trees (``sites/``) for the stack's
+        # own site, whose files are at the root (core/site_keys.py). "": every name.
+        self.hide = hide
         # What CloudFront and crawlers may cache; 0 where nothing caches (every request revalidates).
         self._cache_control = f"public, max-age={max_age_seconds}" if max_age_seconds else "no-cache"
         self._present: set[str] = set()  # names put_if_absent has seen in the bucket
@@ -173,6 +176,14 @@ class SitemapBucket:
     def objects(self, start_after: str = "") -> Iterator[tuple[str, int]]:
         """Every object after ``start_after`` in name order, with when it was last written (microseconds), read
         a page of up to 1,000 at a time as the caller goes on."""
+        hidden = self.hide and not start_after.startswith(self.hide)
+        for name, written in self._objects(start_after):
+            if hidden and name.startswith(self.hide):  # skip past every hidden name at once (ASCII hosts)
+                yield from self._objects(self.hide + "\U0010ffff")
+                return
+            yield name, written
+
+    def _objects(self, start_after: str) -> Iterator[tuple[str, int]]:
         for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, StartAfter=start_after):
             for item in page.get("Contents", []):
                 yield item["Key"], round(item["LastModified"].timestamp() * 1_000_000)
@@ -186,4 +197,6 @@ class SitemapBucket:
         )
         for page in pages:
             names += [item["Key"] for item in page.get("Contents", [])]
+        if self.hide and not prefix.startswith(self.hide):
+            return [name for name in names if not name.startswith(self.hide)]
         return names

@@ -19,11 +19,11 @@ from sitemap_updater.adapters.queues import MessageQueue
 from sitemap_updater.adapters.search_console import SearchConsole, service_account_token
 from sitemap_updater.adapters.sites import SiteItems
 from sitemap_updater.adapters.storage import SitemapBucket
+from sitemap_updater.core.site_keys import SITE_OBJECT_PREFIX
 from sitemap_updater.ports import Executions
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline, utc_now
 from sitemap_updater.settings import Settings
-from sitemap_updater.wiring.site_ports import SiteBucket
 from sitemap_updater.wiring.sites import SiteCache, Sites
 
 # Every AWS client retries inside botocore in "standard" mode: throttling (DynamoDB's
@@ -109,9 +109,9 @@ def connect_pipeline(
         settings=settings,
         store=ManifestStore(dynamodb, settings.manifest_table, partitions=settings.section_partitions),
         directory=SiteItems(dynamodb, settings.manifest_table),
-        # The stack's own site's view of the bucket: every object but the other sites' trees (sites/<host>/).
-        bucket=SiteBucket(
-            SitemapBucket(make_client("s3", **extra), settings.bucket_name, settings.cdn_max_age_seconds), ""
+        # The stack's own site's listings leave out the other sites' trees (sites/<host>/, wiring/site_ports.py).
+        bucket=SitemapBucket(
+            make_client("s3", **extra), settings.bucket_name, settings.cdn_max_age_seconds, SITE_OBJECT_PREFIX
         ),
         rebuild_queue=MessageQueue(sqs, settings.rebuild_queue_url),
         index_queue=MessageQueue(sqs, settings.index_queue_url),

@@ -2,7 +2,8 @@
 (core/site_keys.py). The services stay single-site: a site's pipeline is the stack's with these ports.
 
 - ``SiteBucket``: every object name under ``sites/<host>/``; listings see the site's objects only, by the names
-  the services know. The stack's own site (no prefix) sees every object but the other sites' (``sites/...``).
+  the services know. (The stack's own site's bucket, ``SitemapBucket(hide="sites/")``, lists every object but
+  the other sites'.)
 - ``SiteQueue``: every message names its site (``site`` in its body, core/messages.py), its FIFO group starts with
   the host and its deduplication ID is the site's own. Bodies sent again as they are (a dead letter, a parked
   request) already carry all three.
@@ -19,23 +20,15 @@ from sitemap_updater.core.site_keys import SITE_OBJECT_PREFIX, site_dedup, site_
 from sitemap_updater.core.snapshots import SnapshotRef
 from sitemap_updater.ports import Bucket, Queue
 
-# Past every object of the sites added at run time (their hosts are ASCII), where the stack's own site's listing
-# goes on.
-_AFTER_SITES = SITE_OBJECT_PREFIX + "\U0010ffff"
-
 
 class SiteBucket:
-    """The ``Bucket`` port of one site: ``prefix`` (``sites/<host>/``, or "" for the stack's own site) before
-    every name."""
+    """The ``Bucket`` port of a site added at run time: ``prefix`` (``sites/<host>/``) before every name."""
 
     def __init__(self, bucket: Bucket, prefix: str) -> None:
+        if not prefix.startswith(SITE_OBJECT_PREFIX):
+            raise ValueError(f"a site's objects are under {SITE_OBJECT_PREFIX}<host>/, not {prefix!r}")
         self._bucket = bucket
         self.prefix = prefix
-
-    @property
-    def unscoped(self) -> Bucket:
-        """The bucket underneath, every site's objects."""
-        return self._bucket
 
     def publish(self, name: str, data: bytes, seq: int, unless_same: bool = False, max_age: int | None = None) -> bool:
         return self._bucket.publish(self.prefix + name, data, seq, unless_same, max_age)
@@ -62,18 +55,9 @@ class SiteBucket:
         return self._bucket.read(self.prefix + name)
 
     def names(self, prefix: str = "") -> list[str]:
-        if self.prefix:
-            return [name[len(self.prefix) :] for name in self._bucket.names(self.prefix + prefix)]
-        return [name for name in self._bucket.names(prefix) if not name.startswith(SITE_OBJECT_PREFIX)]
+        return [name[len(self.prefix) :] for name in self._bucket.names(self.prefix + prefix)]
 
     def objects(self, start_after: str = "") -> Iterator[tuple[str, int]]:
-        if not self.prefix:
-            for name, written in self._bucket.objects(start_after):
-                if name.startswith(SITE_OBJECT_PREFIX):  # another site's tree: skip past all of them at once
-                    yield from self._bucket.objects(_AFTER_SITES)
-                    return
-                yield name, written
-            return
         for name, written in self._bucket.objects(self.prefix + start_after if start_after else self.prefix):
             if not name.startswith(self.prefix):
                 return  # past this site's names (a listing is in name order)

@@ -23,7 +23,7 @@ from typing import Any
 
 from sitemap_updater.core.messages import site_of
 from sitemap_updater.core.site_keys import object_prefix, pk_prefix
-from sitemap_updater.ports import Bucket, SiteDirectory
+from sitemap_updater.ports import SiteDirectory
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.sites import ACTIVE, SiteConfig
 from sitemap_updater.wiring.site_ports import SiteBucket, SiteQueue
@@ -43,16 +43,11 @@ def site_pipeline(stack: Pipeline, site: SiteConfig) -> Pipeline:
         stack,
         settings=site.settings(stack.settings),
         store=stack.store.for_site(pk_prefix(host)),
-        bucket=SiteBucket(_unscoped(stack), object_prefix(host)),
+        bucket=SiteBucket(stack.bucket, object_prefix(host)),
         rebuild_queue=SiteQueue(stack.rebuild_queue, host),
         index_queue=SiteQueue(stack.index_queue, host),
         notify_queue=SiteQueue(stack.notify_queue, host),
     )
-
-
-def _unscoped(stack: Pipeline) -> Bucket:
-    """The stack's bucket itself (under the stack's own site's view, which hides the other sites' trees)."""
-    return stack.bucket.unscoped if isinstance(stack.bucket, SiteBucket) else stack.bucket
 
 
 @dataclass(slots=True)
