@@ -334,6 +334,8 @@ class Simulation:
                     (loc.text or "").removeprefix(f"{BASE}/")
                     for loc in etree.fromstring(new.data).iterfind("s:sitemap/s:loc", NS)
                 )
+                if not self._index_files[name]:  # the schema: an index names at least one sitemap
+                    self.result.violations.append(f"t={self.clock.now:.2f}: {name} was put naming no sitemap")
             listed = frozenset().union(*self._index_files.values())
             # No index left: the site has no pages; a crawler finds none once the CDN's cached copy has expired.
             self._indexes.append((self.clock.now, listed))
