@@ -83,9 +83,8 @@ def findings(data: dict[str, Any]) -> list[str]:
         "rewritten per event were "
         + ", ".join(f"{v:.2f} at {k}" for k, v in puts.items())
         + f". At one event per second the rebuild function also bills {shard_s:.2f} s of 1 GB per rewritten file "
-        f"(${shard['Lambda']:.2f} per million): reading and decoding a 10,000-page snapshot, "
-        "encoding the states it did not read from it (the others are written back as read) and rendering the file, "
-        "and its round trips to S3 and DynamoDB (a rebuild's files are read, rendered and put "
+        f"(${shard['Lambda']:.2f} per million): reading, decoding and re-encoding a 10,000-page snapshot and "
+        "rendering the file, and its round trips to S3 and DynamoDB (a rebuild's files are read, rendered and put "
         "on eight threads, which the meter bills as overlapping).",
         f"- **Index rebuilds are coalesced**: at one event per second the index ran {index_calls:.2f} times per event "
         f"(${index_bill:.2f} per million). Every index request sent in one "

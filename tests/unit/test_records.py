@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from sitemap_updater.core import records
-from sitemap_updater.core.reduce import PageState, state_from_event
+from sitemap_updater.core.reduce import state_from_event
 from tests.conftest import BASE, event, parse
 
 
@@ -42,52 +40,3 @@ def test_scan_records_gives_every_field_at_its_position() -> None:
     assert data[first[records.NEWS] : first[records.END]] == live.entry.news
     assert second[records.END] == len(data)
     assert list(records.decode_states(data)) == [live, gone]
-
-
-def _states() -> list[PageState]:
-    """A live page with news, images and a named section, a plain one, and a deletion, in key order."""
-    news = {"publication_name": "T", "publication_language": "en", "publication_date": "2026-11-21", "title": "t"}
-    found = [
-        state_from_event(parse(event(f"{BASE}/blog/ü", version=7, section="Blög", news=news,
-                                     images=[{"loc": f"{BASE}/i.jpg"}]))),
-        state_from_event(parse(event(f"{BASE}/docs/a?b=1", version=2, lastmod="2026-11-02"))),
-        state_from_event(parse(event(f"{BASE}/x/y", type="delete", version=3))),
-    ]  # fmt: skip
-    return sorted(found, key=lambda s: (s.key, s.url))
-
-
-def test_every_state_read_with_its_span_is_the_state_written_and_its_span_its_record() -> None:
-    states = _states()
-    data = b"".join(records.encode_state(s) for s in states)
-    spans = list(records.decode_spans(data))
-    assert [s for s, _, _ in spans] == states == list(records.decode_states(data))
-    assert [data[a:b] for _, a, b in spans] == [records.encode_state(s) for s in states]
-    assert spans[0][1] == 0 and spans[-1][2] == len(data)
-
-
-def test_a_snapshot_written_again_reuses_the_records_read_and_encodes_only_the_states_that_are_new(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Given the states of a snapshot as read, their records' bytes kept by state, and one page changed since
-    states = _states()
-    data = b"".join(records.encode_state(s) for s in states)
-    spans = list(records.decode_spans(data))
-    encoded = {id(s): (s, data[a:b]) for s, a, b in spans}
-    changed = state_from_event(parse(event(f"{BASE}/docs/a?b=1", version=3, lastmod="2026-11-09")))
-    now = [changed if s.url == changed.url else s for s, _, _ in spans]
-    # and a state equal to one read but not the one read (found by value, it is encoded: never mistaken)
-    at = next(i for i, s in enumerate(now) if s.url == f"{BASE}/x/y")
-    twin = now[at] = PageState(*now[at])
-    calls: list[str] = []
-    encode = records.encode_state
-
-    def counted(state: PageState) -> bytes:
-        calls.append(state.url)
-        return encode(state)
-
-    monkeypatch.setattr(records, "encode_state", counted)
-    # When the new snapshot's states are written
-    block = records.reencode(now, encoded)
-    # Then the bytes are what encoding every state gives, and only the changed page and the twin were encoded
-    assert block == b"".join(encode(s) for s in now)
-    assert sorted(calls) == sorted([changed.url, twin.url])

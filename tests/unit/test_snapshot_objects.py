@@ -11,11 +11,8 @@ from typing import Any
 
 import pytest
 
-from sitemap_updater.core import records
 from sitemap_updater.core.messages import DirtyMark, read_rebuild_request
-from sitemap_updater.core.reduce import PageState
-from sitemap_updater.core.snapshots import STATE_PREFIX, unpack_block
-from sitemap_updater.service import publish
+from sitemap_updater.core.snapshots import STATE_PREFIX
 from sitemap_updater.service.publish import SNAPSHOT_GRACE_S, SWEEP_EVERY
 from sitemap_updater.service.rebuild import rebuild_section, rebuild_sections
 from sitemap_updater.service.reconcile import reconcile
@@ -203,34 +200,3 @@ def test_a_file_rendered_again_from_the_same_states_keeps_its_block_and_the_obje
     assert (done.put, done.snapshots_read, puts) == ([], 1, [])
     assert next(f for f in stack.store.files() if f.name == record.name).snapshot == record.snapshot
     assert first in stack.s3.objects
-
-
-def test_a_rebuild_encodes_only_the_changed_pages_of_a_file_read_from_its_snapshot(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Given a file of 12 pages with its snapshot, and one page changed
-    stack = Stack(max_urls=50)
-    _site(stack)
-    stack.send(page("p3", version=2, priority=0.4))
-    encoded: list[str] = []
-    encode = records.encode_state
-
-    def counted(state: PageState) -> bytes:
-        encoded.append(state.url)
-        return encode(state)
-
-    monkeypatch.setattr(records, "encode_state", counted)
-    monkeypatch.setattr(publish, "encode_state", counted, raising=False)  # where a rebuild encoded every state
-    # When the section is rebuilt
-    [done] = _rebuild(stack)
-    # Then its new snapshot encodes the changed page alone (the others' records are written as they were read)
-    assert done.snapshots_read == 1 and len(done.put) == 1
-    assert [url.rsplit("/", 1)[1] for url in encoded] == ["p3"]
-    # and the snapshot written reads back as every state the file was rendered from
-    record = next(f for f in stack.store.files() if f.name == done.put[0])
-    block = stack.s3.objects[record.snapshot.key].data[record.snapshot.offset :][: record.snapshot.length]
-    found = unpack_block(block)
-    assert found is not None
-    states = list(records.decode_states(found[1]))
-    assert len(states) == 12 and [s.url.rsplit("/", 1)[1] for s in states if s.order[0] == 2] == ["p3"]
-    assert found[1] == b"".join(encode(s) for s in states)

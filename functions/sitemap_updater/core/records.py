@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Final
 
 from sitemap_updater.core.entry import Entry
@@ -107,20 +107,10 @@ def outranks(record: RecordView, current: RecordView, data: bytes) -> bool:
 
 def decode_states(data: bytes) -> Iterator[PageState]:
     """Read back every state in a buffer written by ``encode_state``."""
-    for state, _, _ in decode_spans(data):
-        yield state
-
-
-def decode_spans(data: bytes) -> Iterator[tuple[PageState, int, int]]:
-    """Every state in a buffer written by ``encode_state``, with where its record starts and ends:
-    ``data[start:end]`` is what ``encode_state`` gives for it, so a state read here is written again without
-    encoding it (``reencode``)."""
     pos, end = 0, len(data)
     unpack = _HEAD.unpack_from
-    make_entry, make_state = Entry._make, PageState._make  # a third of the calls' time: thousands a file
     sections: dict[bytes, str] = {}
     while pos < end:
-        start = pos
         kind, version, occurred, key, moment, news_us, flags, n_url, n_sec, n_body, n_news = unpack(data, pos)
         url_start = pos + HEAD_SIZE
         section_start = url_start + n_url
@@ -134,24 +124,10 @@ def decode_spans(data: bytes) -> Iterator[tuple[PageState, int, int]]:
             news_start = body_start + n_body
             pos = news_start + n_news
             body, news = data[body_start:news_start], data[news_start:pos]
-            entry = make_entry((url, key, section, moment, body, news, news_us, flags & ~FLAG_NAMED))
-            yield make_state((url, (version, occurred), entry, None, bool(flags & FLAG_NAMED), "")), start, pos
+            entry = Entry(url, key, section, moment, body, news, news_us, flags & ~FLAG_NAMED)
+            yield PageState(url, (version, occurred), entry, None, bool(flags & FLAG_NAMED))
         else:
             pos = body_start
-            tombstone = Tombstone(url, key, section, moment)
-            yield make_state((url, (version, occurred), None, tombstone, bool(flags & FLAG_NAMED), "")), start, pos
-
-
-# The records of states read from a buffer, by the state's id(): (the state itself, which keeps the id its own
-# while the map is kept, and its record's bytes).
-Encoded = dict[int, tuple[PageState, bytes]]
-
-
-def reencode(states: Iterable[PageState], encoded: Encoded) -> bytes:
-    """``encode_state`` of each state, joined; a state read with ``decode_spans`` (the very object, found in
-    ``encoded``) is given its record's bytes as read, which are what ``encode_state`` would give."""
-    parts = []
-    for state in states:
-        known = encoded.get(id(state))
-        parts.append(known[1] if known is not None and known[0] is state else encode_state(state))
-    return b"".join(parts)
+            yield PageState(
+                url, (version, occurred), None, Tombstone(url, key, section, moment), bool(flags & FLAG_NAMED)
+            )
