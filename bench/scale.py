@@ -254,9 +254,10 @@ def section(inputs: dict[str, Any]) -> list[str]:
         "",
         f"Projected by `python -m bench.scale` (`--doc-only` recomputes it from `bench/.cache`) from three "
         f"measurements, none made at these sizes: the incremental benchmark on {inc['pages']:,} pages in "
-        f"{inc['files']:,} files ({inc['date']}, each sustained rate at the deployed {deployed['freshness_s']} s "
-        f"freshness setting), the partitions benchmark on {part['pages']:,} pages ({part['date']}, 50 events a "
-        "second into one section on one key, second by second against DynamoDB's limits) and one file's rebuild "
+        f"{inc['files']:,} files (measured on {inc['date']}, each sustained rate at the deployed "
+        f"{deployed['freshness_s']} s freshness setting), the partitions benchmark on {part['pages']:,} pages "
+        f"(measured on {part['date']}, 50 events a second into one section on one key, second by second "
+        "against DynamoDB's limits) and one file's rebuild "
         "(`bench/shard_rebuild.py`). Every figure below is an extrapolation from those, by the steps shown.",
         "",
         "| pages | events/s | files | rewrites per event | cost per 1M events (USD) | p99 freshness (s) | "
