@@ -32,6 +32,7 @@ from bench import cost, report, sections, shard_rebuild
 from bench.cost import CRAWLERS, CRAWLS_PER_HOUR
 from bench.pages import SECTIONS
 from bench.tools import ROOT
+from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE
 from tests.sim.throughput import PARTITION_UNITS, TABLE_INITIAL_UNITS
 
 CACHE = ROOT / "bench" / ".cache"
@@ -64,6 +65,16 @@ def template() -> dict[str, Any]:
     props = spec["Resources"][SHARD]["Properties"]
     return {"memory_mb": int(props["MemorySize"]), "timeout_s": int(props["Timeout"]),
             "freshness_s": int(spec["Parameters"]["FreshnessSeconds"]["Default"])}  # fmt: skip
+
+
+def files_for(pages: int, sections_: int, max_urls: int = DEFAULT_URLS_PER_FILE) -> int:
+    """The files of a site of ``pages`` spread evenly over ``sections_``: a section's key range is halved until
+    each part holds at most ``max_urls`` (``core/sharding.py``), and page keys are hashes, so each section has the
+    power of two of files just above its pages over ``max_urls``."""
+    per_section = pages / sections_
+    return (
+        sections_ * (1 << max(0, math.ceil(math.log2(per_section / max_urls)))) if per_section > max_urls else sections_
+    )
 
 
 def touched(files: float, events: float) -> float:
@@ -162,7 +173,7 @@ def project(inputs: dict[str, Any], pages: int, rate: float, deployed: dict[str,
     m = measured_rate(inputs["incremental"], rate)
     s = len(SECTIONS)
     window = solve_window(m["files"], rate, m["rewrites"], s)
-    files = m["files"] * pages / m["pages"]
+    files = float(files_for(pages, s))
     rewrites = rewrites_per_event(files, rate, window, s)
     grow = rewrites / m["rewrites"] if m["rewrites"] else 1.0
     index_grow = files / m["files"]
@@ -308,9 +319,12 @@ def section(inputs: dict[str, Any]) -> list[str]:
         f"Worked through for {example['pages']:,} pages at {example['rate']:g} events a second "
         "(`tests/unit/test_scale.py` checks this row against its own arithmetic):",
         "",
-        f"1. **Files** grow with the site at the measured fill: F = {inc['files']:,} x {example['pages']:,} / "
-        f"{inc['pages']:,} = {example['files']:,.0f} (a file holds at most {10_000:,} URLs by default; "
-        f"{math.ceil(example['files'] / FILES_PER_INDEX)} index file).",
+        f"1. **Files**: a section's key range is halved until each part holds at most "
+        f"{DEFAULT_URLS_PER_FILE:,} URLs (the default) and keys are hashes, so each of the {s} sections has the "
+        f"power of two of files just above its pages over {DEFAULT_URLS_PER_FILE:,}: F = {s} x "
+        f"{example['files'] / s:,.0f} = {example['files']:,.0f} "
+        f"({math.ceil(example['files'] / FILES_PER_INDEX)} index file). The rule gives "
+        f"{files_for(inc['pages'], s):,} files for the {inc['pages']:,} pages measured, which had {inc['files']:,}.",
         f"2. **Rewrites per event.** Each of the {s} sections is rebuilt about once per window h, so a rebuild "
         f"takes k = r x h / {s} events spread over m = F / {s} files and rewrites the m x (1 - (1 - 1/m)^k) it "
         f"touched. h = {example['window_s']:.1f} s is the window at which this gives the "
