@@ -143,7 +143,10 @@ def section(data: dict[str, Any]) -> list[str]:
         "section has one rebuild at a time, so the key's reads stay near 1,000 units in a second at either rate "
         "(the files' snapshots come from S3); the reads' headroom columns, which scale that linearly, understate "
         "it. With 16 keys each holds a sixteenth of the section, and the table's own limit (which grows with use, "
-        "or `ManifestWarmWriteUnits`) comes first. What filled the table's busiest second of writes:",
+        "or `ManifestWarmWriteUnits`) comes first. The table's busiest second is notify's batch of `sent#` items, "
+        "about 1,000 units at either rate (below), so the table's headroom columns, which scale it linearly, "
+        "understate it too; the Scale section projects the table from the write units per event. What filled the "
+        "table's busiest second of writes:",
         "",
     ]
     for spread, rows in data["runs"].items():
