@@ -283,7 +283,7 @@ def section(data: dict[str, Any]) -> list[str]:
         "150 s wait) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for pages in (data["pages"], 100_000_000, 1_000_000_000):
+    for pages in sorted({data["pages"], 10_000_000, 100_000_000, 1_000_000_000}):
         p = projection(data, pages)
         lines.append(f"| {pages:,} | {p['DynamoDB']:,.2f} | {p['S3']:,.2f} | {p['Lambda']:,.2f} | "
                      f"{p['Step Functions']:,.2f} | {p['SQS']:,.2f} | {p['total']:,.2f} | {p['load_h']:,.2f} | "
@@ -293,9 +293,9 @@ def section(data: dict[str, Any]) -> list[str]:
         "",
         "DynamoDB is the cost and the limit: every page is two writes, each conditional on a rank "
         "so that a live event or a newer line of another chunk is never overwritten. "
-        + f"At 1B pages the load takes {big['load_h']:,.1f} h, bound by {BOUNDS[int(big['bound'])]} (the table "
-        "below: a new table, each section's entries under one key); AWS raises the table's quota on request, and "
-        "the template's concurrency is raised with it."
+        + f"At 1B pages the load takes {big['load_h']:,.1f} h, bound by {BOUNDS[int(big['bound'])]} (8 sections "
+        "as measured, each under one key, a new table; the table below gives the other settings); AWS raises "
+        "the table's quota on request, and the template's concurrency is raised with it."
         + " DynamoDB's import from S3 would cost about $0.15 a GB instead, but only into a new table, from an "
         "export already reduced to one line per URL, and with no live events during it (see docs/architecture.md).",
         *limits_section(data),
