@@ -338,10 +338,15 @@ def section(inputs: dict[str, Any]) -> list[str]:
         f"the crawlers' fetches recomputed for the files rewritten (`bench/report.py`'s rule): "
         f"${example['usd']:.2f}. Ingest, notify, the queues and the hourly jobs (the reconciliation reads 200 "
         "files an hour whatever the site) are per event or per hour: unchanged.",
-        f"4. **Freshness**: a rebuild's billed seconds, split into a part per invocation and a part per file "
-        f"rewritten from the two rates' measurements ({fixed_s:.3f} s and {file_s:.3f} s; all of it per file when "
-        "the two rates do not separate them, an upper bound). The files of a rebuild are mostly CPU, which its "
-        "threads share, so they add up: "
+        "4. **Freshness**: a rebuild's billed seconds, "
+        + (
+            f"split into {fixed_s:.3f} s an invocation and {file_s:.3f} s a file rewritten (solved from the two "
+            "rates, which rewrite different numbers of files an invocation)"
+            if fixed_s
+            else f"{file_s:.3f} s a file rewritten, all of it counted per file (the two rates rewrite about as many "
+            "files an invocation, so they do not separate a part per invocation: an upper bound)"
+        )
+        + ". The files of a rebuild are mostly CPU, which its threads share, so they add up: "
         f"{example['measured_run_s']:.1f} s a rebuild measured, {example['run_s']:.1f} s at F; the measured p99 of "
         f"{m['p99']} s grows by the difference: {example['p99']:.1f} s.",
         f"5. **DynamoDB** (`python -m bench.partitions`: every event in one section, on one key, a new table). "
