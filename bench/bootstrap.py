@@ -322,8 +322,12 @@ def limits_section(data: dict[str, Any]) -> list[str]:
         f"({data['entry_wru'] / data['pages']:.2f} of its {per_page(data)['wru']:.2f} write units). DynamoDB takes "
         f"{DDB_KEY_LIMIT:,} a second on one partition key and {DDB_NEW_TABLE:,} on a new on-demand table, twice its "
         "previous peak after each 30 minutes at it, up to the table quota of "
-        f"{DDB_WRITE_LIMIT:,}; `ManifestWarmWriteUnits` pre-warms the table (`WarmThroughput`) so that it takes its "
-        "value at once. A request over a limit is throttled and retried by botocore, then by the state machine "
+        f"{DDB_WRITE_LIMIT:,} ([on-demand capacity mode](https://docs.aws.amazon.com/amazondynamodb/latest/"
+        "developerguide/on-demand-capacity-mode.html), [on-demand table throttling](https://repost.aws/"
+        "knowledge-center/on-demand-table-throttling-dynamodb)); `ManifestWarmWriteUnits` pre-warms the table "
+        "(`WarmThroughput`, [warm throughput](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
+        "warm-throughput.html)) so that it takes its value at once. A request over a limit is throttled and "
+        "retried by botocore, then by the state machine "
         "(the chunk again: nothing is recorded twice), so the load lasts at least as long as the slowest of these "
         "bounds allows:",
         "",

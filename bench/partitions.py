@@ -111,7 +111,8 @@ def section(data: dict[str, Any]) -> list[str]:
         "scenario through the real handlers with every DynamoDB call taken from DynamoDB's documented limits second "
         "by second (`tests/sim/throughput.py`: 1,000 write and 3,000 read units a second per partition key; a new "
         "on-demand table's 4,000 and 12,000, doubling at most every 30 minutes; a throttled attempt waits "
-        "botocore's backoff, four attempts in all). `SectionPartitions` 1 keeps every entry of a section under one "
+        "botocore's backoff, four attempts in all; AWS's pages for each limit are listed under Scale). "
+        "`SectionPartitions` 1 keeps every entry of a section under one "
         "key (`sec#<section>`); 16 spreads them by key range.",
         "",
         "| SectionPartitions | scenario | events | throttled attempts | failed after retries | busiest key "
