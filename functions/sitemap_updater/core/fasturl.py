@@ -147,6 +147,16 @@ class UrlCanonicaliser:
             self._sections[key] = section
         return section
 
+    def warned(self, url: str) -> tuple[str, str, list[str]] | None:
+        """For a URL ``canonical`` steps aside from: its canonical form, its page's section and the warnings the rules
+        give (a session ID removed, each), as ``canonical_page_url`` makes them; None when the rules refuse it."""
+        warnings: list[str] = []
+        try:
+            canonical = canonical_page_url(url, self._site, warnings)
+        except UrlError:
+            return None
+        return canonical, self.section_of(canonical), warnings
+
     def _full(self, url: str) -> tuple[str, str] | None:
         warnings: list[str] = []
         try:
