@@ -122,7 +122,7 @@ def _section(
         "with the site's scheme and host is canonicalised without splitting it (`core/fastline.py`, "
         "`core/fasturl.py`): one match finds a canonical URL with or without a query, a query's session IDs are one "
         "search, escapes the rules keep are recognised in the same match; where it finds none, a second match takes "
-        "the URL with characters above ASCII (percent-encoded by the ASCII codec's error handler) or a fragment "
+        "the URL with characters above ASCII (percent-encoded by way of quoted-printable) or a fragment "
         "(dropped); other escapes are encoded by the rules' own function; a URL with a session ID, dot segment, port "
         "or other host is canonicalised by `core/urls.py`, the session IDs it removes warned about as the event models "
         "word it, so no line of these exports is read by the models (pydantic is not imported).",

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sitemap_updater.core import events as events_module
+from sitemap_updater.core import fasturl
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
@@ -269,3 +270,23 @@ def test_the_fast_path_canonicalises_as_the_documented_rules_say(
     (_, _, _, blob), warnings = found
     assert blob.startswith(expected[0].encode() + b"<url><loc>")
     assert warnings == expected[1]
+
+
+# What the matches let through to be encoded: printable ASCII but a space (with "=", "." and "%", which
+# quoted-printable treats apart) and characters above ASCII of every UTF-8 length.
+PRINTABLE = "".join(map(chr, range(0x21, 0x7F)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(st.sampled_from([*PRINTABLE, "=.", "ü", "ß", "日", "\U0001f600", "\u0080"]), max_size=200).map(
+        "".join
+    )
+)
+def test_characters_above_ascii_are_percent_encoded_as_utf8_bytes_in_upper_case(text: str) -> None:
+    # Given text the matches take, long enough to pass quoted-printable's 76-character lines, ending anywhere
+    for sample in (text, text + ".", "." + text, "=" * 75 + "." + text):
+        # When its characters above ASCII are encoded
+        encoded = fasturl.encode_above_ascii(sample)
+        # Then each is its UTF-8 bytes as %XX in upper-case hex (RFC 3986 2.1), and nothing else changed
+        assert encoded == "".join(c if c < "\x80" else "".join(f"%{b:02X}" for b in c.encode()) for c in sample)
