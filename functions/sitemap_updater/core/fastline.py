@@ -5,9 +5,9 @@ accept as they are, with no unknown field — an upsert or delete with a URL, da
 section and images — and renders the bytes the model path renders, from the same rendering functions; a URL the
 rules canonicalise with a warning (a session ID removed) is canonicalised by them, the warning noted as the model
 path words it. Anything else (an envelope, a video, news, an alternate, a value to coerce, an error) is left to the
-model path, which also words the errors. The JSON is read
-by msgspec into a struct of exact types (nothing the models would coerce, no field they do not know, their
-bounds), so no pydantic is imported here. ``tests/unit/test_fastline.py`` holds both paths to the same states.
+model path, which also words the errors. The JSON is read by msgspec (``core.fastjson``) into a struct of exact
+types (nothing the models would coerce, no field they do not know, their bounds), so no pydantic is imported here.
+``tests/unit/test_fastline.py`` and ``tests/unit/test_fastline_warnings.py`` hold both paths to the same states.
 """
 
 from __future__ import annotations
