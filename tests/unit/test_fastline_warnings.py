@@ -16,10 +16,11 @@ from sitemap_updater.core import fasturl
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.fastline import LineParser
+from sitemap_updater.core.fasturl import UrlCanonicaliser
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.spill import Spilled, spill_state
-from sitemap_updater.core.urls import MAX_URL_LENGTH, Site
+from sitemap_updater.core.urls import MAX_URL_LENGTH, Site, UrlError, canonical_page_url
 from sitemap_updater.service.build import build
 from tests.conftest import AS_OF_US, HORIZON
 from tests.unit.test_fastline import BASE, SITES
@@ -290,3 +291,49 @@ def test_characters_above_ascii_are_percent_encoded_as_utf8_bytes_in_upper_case(
         encoded = fasturl.encode_above_ascii(sample)
         # Then each is its UTF-8 bytes as %XX in upper-case hex (RFC 3986 2.1), and nothing else changed
         assert encoded == "".join(c if c < "\x80" else "".join(f"%{b:02X}" for b in c.encode()) for c in sample)
+
+
+@pytest.mark.parametrize(
+    ("url", "canonical"),
+    [
+        ("HTTPS://WWW.EXAMPLE.COM/NEWS/Page-1", f"{BASE}/NEWS/Page-1"),  # the path's case is kept
+        ("https://Www.Example.Com/a?q=<x>#top", f"{BASE}/a?q=%3Cx%3E"),
+        (f"{BASE}:443/blog/p", f"{BASE}/blog/p"),
+        ("HTTPS://www.example.com:443/über", f"{BASE}/%C3%BCber"),
+        (f"{BASE}/blog/a/../p", f"{BASE}/blog/p"),
+        (f"{BASE}/blog/./%2e%2E/b/%2E/", f"{BASE}/b/"),
+        ("HTTPS://WWW.EXAMPLE.COM:443/a/b/../../c/./d?x=1", f"{BASE}/c/d?x=1"),
+    ],
+)
+def test_another_spelling_of_the_sites_address_or_a_dot_segment_is_canonicalised_without_splitting(
+    url: str, canonical: str
+) -> None:
+    # Given a URL with the site's scheme and host in capitals, its default port or a dot segment
+    urls = UrlCanonicaliser(SITES[2])
+
+    def split(url: str) -> None:
+        raise AssertionError(f"split {url!r}")
+
+    # When the fast path canonicalises it, with the rules' own splitting unavailable
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(urls, "_full", split)
+        found = urls.canonical(url)
+    # Then it is the canonical URL the rules give
+    assert found == (canonical, SITES[2].section_of(canonical))
+    assert canonical_page_url(url, SITES[2]) == canonical
+
+
+@pytest.mark.parametrize(
+    "url", ["https://www.example.com.evil.com/a", "https://www.example.com@evil.com/a", f"{BASE}:8443/a", f"{BASE}:443"]
+)
+def test_a_url_that_only_starts_like_the_sites_address_is_left_to_the_rules(url: str) -> None:
+    # Given a URL on another host or port, or with no path after the default port
+    urls = UrlCanonicaliser(SITES[2])
+    # When the fast path canonicalises it, then it is what the rules make of it (refused, or canonicalised)
+    expected: tuple[str, str] | None
+    try:
+        page = canonical_page_url(url, SITES[2])
+        expected = (page, SITES[2].section_of(page))
+    except UrlError:
+        expected = None
+    assert urls.canonical(url) == expected

@@ -18,6 +18,7 @@ from binascii import b2a_qp
 from collections.abc import Callable
 
 from sitemap_updater.core.urls import (
+    _DEFAULT_PORTS,
     _PATH_SAFE,
     _QUERY_SAFE,
     _UNRESERVED,
@@ -25,6 +26,7 @@ from sitemap_updater.core.urls import (
     Site,
     UrlError,
     _percent_encode,
+    _remove_dot_segments,
     canonical_page_url,
 )
 
@@ -89,6 +91,8 @@ class UrlCanonicaliser:
         self._site = site
         self._base = base = site.base_url
         self._path_at = len(base) + 1  # where a path's first segment starts
+        # The scheme's default port, written after the host and before a path ("" where the site's address has one)
+        self._port = "" if ":" in site.netloc.rpartition("]")[2] else f":{_DEFAULT_PORTS[site.scheme]}/"
         # A site whose address holds ";" (which is_canonical refuses anywhere): every URL to canonical_page_url
         prefix = "(?!)" if ";" in base else re.escape(base)
         self._simple = re.compile(
@@ -105,7 +109,8 @@ class UrlCanonicaliser:
         (a session ID removed) or refuse it."""
         found = self._simple(url)
         if found is None:
-            return self._full(url)
+            respelled = self._respelled(url)
+            return self._full(url) if respelled is None else self.canonical(respelled)
         path, query = found[1], found[2]
         if query:
             if self.has_session_id(query):
@@ -116,8 +121,8 @@ class UrlCanonicaliser:
             path = encode_above_ascii(path)
         elif self._clean_path(path) is None:
             path = _percent_encode(path, _PATH_SAFE)
-        if "/." in path:  # a dot segment to remove (perhaps once decoded: %2E)
-            return self._full(url)
+        if "/." in path:  # a dot segment to remove (perhaps once decoded: %2E), once encoded, as _assemble does
+            path = _remove_dot_segments(path)
         canonical = f"{self._base}{path}?{query}" if query else self._base + path
         if len(canonical) > MAX_URL_LENGTH:
             return None  # the model path words the refusal
@@ -152,6 +157,20 @@ class UrlCanonicaliser:
         except UrlError:
             return None
         return canonical, self.section_of(canonical), warnings
+
+    def _respelled(self, url: str) -> str | None:
+        """``url`` with the site's scheme and host as the site writes them, where it writes them in other (ASCII)
+        case or with the scheme's default port and a path follows: the same URL to the rules (they lower-case an
+        ASCII scheme and host and drop a default port). None where it is not so written."""
+        base, cut = self._base, len(self._base)
+        head, rest = url[:cut], url[cut:]
+        if not head.isascii() or head.lower() != base:
+            return None
+        if self._port and rest.startswith(self._port):
+            rest = rest[len(self._port) - 1 :]
+        elif head == base:
+            return None
+        return base + rest if rest.startswith("/") else None
 
     def _full(self, url: str) -> tuple[str, str] | None:
         warnings: list[str] = []
