@@ -123,9 +123,10 @@ def _section(
         "`core/fasturl.py`): one match finds a canonical URL with or without a query, a query's session IDs are one "
         "search, escapes the rules keep are recognised in the same match; where it finds none, a second match takes "
         "the URL with characters above ASCII (percent-encoded by way of quoted-printable) or a fragment "
-        "(dropped); other escapes are encoded by the rules' own function; a URL with a session ID, dot segment, port "
-        "or other host is canonicalised by `core/urls.py`, the session IDs it removes warned about as the event models "
-        "word it, so no line of these exports is read by the models (pydantic is not imported).",
+        "(dropped); other escapes are encoded by the rules' own function, dot segments removed, a scheme and host in "
+        "capitals or with the default port written as the site's; a URL with a session ID or path parameter is "
+        "canonicalised by `core/urls.py`, the session IDs it removes warned about as the event models word it, so no "
+        "line of these exports is read by the models (pydantic is not imported).",
     ]
     return lines
 
