@@ -70,7 +70,9 @@ bench: venv
 	$(BIN)/python -m bench.url_shapes  # 5 URL shapes of 1,000,000 pages, 5 pairs each: about 3 min (+8 min to write the exports once)
 	$(BIN)/python -m bench.local_scale
 	$(BIN)/python -m bench.webhooks
-	$(BIN)/python -m bench.bootstrap  # 10M pages through the state machine's harness: about 30 min and 13 GB
+	$(BIN)/python -m bench.bootstrap 1000000  # 1M pages through the state machine's harness: about 8 min of CPU and 1.9 GB (10M and up projected per page)
+	$(BIN)/python -m bench.partitions  # 1M pages, 1,000/s and 50/s into one section at SectionPartitions 1 and 16 against DynamoDB's limits: about 8 min of CPU and 4.5 GB
+	$(BIN)/python -m bench.scale  # 1M, 10M and 100M pages projected from the caches above (full_build's incremental run): seconds
 
 # 10,000 simulated sequences with faults (not part of `make test`); writes its result into docs/reliability.md.
 soak: venv

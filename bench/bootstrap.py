@@ -283,7 +283,7 @@ def section(data: dict[str, Any]) -> list[str]:
         "150 s wait) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for pages in (data["pages"], 100_000_000, 1_000_000_000):
+    for pages in sorted({data["pages"], 10_000_000, 100_000_000, 1_000_000_000}):
         p = projection(data, pages)
         lines.append(f"| {pages:,} | {p['DynamoDB']:,.2f} | {p['S3']:,.2f} | {p['Lambda']:,.2f} | "
                      f"{p['Step Functions']:,.2f} | {p['SQS']:,.2f} | {p['total']:,.2f} | {p['load_h']:,.2f} | "
@@ -293,9 +293,9 @@ def section(data: dict[str, Any]) -> list[str]:
         "",
         "DynamoDB is the cost and the limit: every page is two writes, each conditional on a rank "
         "so that a live event or a newer line of another chunk is never overwritten. "
-        + f"At 1B pages the load takes {big['load_h']:,.1f} h, bound by {BOUNDS[int(big['bound'])]} (the table "
-        "below: a new table, each section's entries under one key); AWS raises the table's quota on request, and "
-        "the template's concurrency is raised with it."
+        + f"At 1B pages the load takes {big['load_h']:,.1f} h, bound by {BOUNDS[int(big['bound'])]} (8 sections "
+        "as measured, each under one key, a new table; the table below gives the other settings); AWS raises "
+        "the table's quota on request, and the template's concurrency is raised with it."
         + " DynamoDB's import from S3 would cost about $0.15 a GB instead, but only into a new table, from an "
         "export already reduced to one line per URL, and with no live events during it (see docs/architecture.md).",
         *limits_section(data),
@@ -304,6 +304,8 @@ def section(data: dict[str, Any]) -> list[str]:
 
 
 BOUNDS = ("the table's write rate", "one partition key", "the workers' round trips", "the workers' CPU")
+# (every page in one section, SectionPartitions, WarmThroughput's write units: 0 for none) of each projected row
+CASES = ((True, 1, 0), (True, 16, 0), (True, 1, DDB_WRITE_LIMIT), (True, 16, DDB_WRITE_LIMIT), (False, 1, 0))
 
 
 def limits_section(data: dict[str, Any]) -> list[str]:
@@ -320,8 +322,12 @@ def limits_section(data: dict[str, Any]) -> list[str]:
         f"({data['entry_wru'] / data['pages']:.2f} of its {per_page(data)['wru']:.2f} write units). DynamoDB takes "
         f"{DDB_KEY_LIMIT:,} a second on one partition key and {DDB_NEW_TABLE:,} on a new on-demand table, twice its "
         "previous peak after each 30 minutes at it, up to the table quota of "
-        f"{DDB_WRITE_LIMIT:,}; `ManifestWarmWriteUnits` pre-warms the table (`WarmThroughput`) so that it takes its "
-        "value at once. A request over a limit is throttled and retried by botocore, then by the state machine "
+        f"{DDB_WRITE_LIMIT:,} ([on-demand capacity mode](https://docs.aws.amazon.com/amazondynamodb/latest/"
+        "developerguide/on-demand-capacity-mode.html), [on-demand table throttling](https://repost.aws/"
+        "knowledge-center/on-demand-table-throttling-dynamodb)); `ManifestWarmWriteUnits` pre-warms the table "
+        "(`WarmThroughput`, [warm throughput](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
+        "warm-throughput.html)) so that it takes its value at once. A request over a limit is throttled and "
+        "retried by botocore, then by the state machine "
         "(the chunk again: nothing is recorded twice), so the load lasts at least as long as the slowest of these "
         "bounds allows:",
         "",
@@ -329,7 +335,7 @@ def limits_section(data: dict[str, Any]) -> list[str]:
         "|---:|---|---:|---|---:|---|",
     ]
     for pages in (1_000_000, 10_000_000, 100_000_000):
-        for one_section, spread, warm in ((True, 1, 0), (False, 1, 0), (True, 16, 0), (True, 32, DDB_WRITE_LIMIT)):
+        for one_section, spread, warm in CASES:
             p = projection(data, pages, spread, one_section, warm)
             site = "one section" if one_section else "8 sections"
             table = f"pre-warmed to {warm:,}" if warm else "new"
@@ -338,9 +344,13 @@ def limits_section(data: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "With the defaults (one partition key a section, a new table) a one-section site's bootstrap is bound by "
-        "its one key: every other write waits on it, and most attempts are throttled. Spread over 32 keys on a "
-        f"table pre-warmed to {DDB_WRITE_LIMIT:,} the load is bound by the workers again. Set both before the "
-        'first bootstrap of a large site (docs/operations.md, "Throughput limits").',
+        "its one key: every other write waits on it, and most attempts are throttled; pre-warming alone does not "
+        "help it. With 16 keys a new table's 4,000 write units a second, doubling each half hour, bind instead; "
+        f"pre-warmed to {DDB_WRITE_LIMIT:,} (`ManifestWarmWriteUnits`) the load is bound by the workers again. Set "
+        'both before the first bootstrap of a large site (docs/operations.md, "Throughput limits"). The rows '
+        f"other than {data['pages']:,} pages are projected from the per-page figures measured at {data['pages']:,}: "
+        "write units, CPU and round trips per page are the same at any size (every page is written once, by its "
+        "chunk), so the load grows linearly and only the bound that applies changes.",
     ]
     return lines
 

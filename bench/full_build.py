@@ -219,8 +219,8 @@ FINDINGS = [
     "clients come from a plain botocore session (no boto3 or s3transfer).",
     "- **Cost**: see the incremental section: no CloudFront invalidations, reads proportional to the change, "
     "index rebuilds coalesced, a rebuild's files on eight threads, ingest's two conditional puts, one snapshot "
-    "object per rebuild, busy sections paced; $27 per million events at one event per second, $5.36 at 50 a "
-    "second, $3.17 for a burst.",
+    "object per rebuild, busy sections paced. The figures per scenario and per freshness setting are the "
+    "incremental section's tables, the projections to 100M pages the Scale section's.",
 ]
 
 

@@ -111,7 +111,8 @@ def section(data: dict[str, Any]) -> list[str]:
         "scenario through the real handlers with every DynamoDB call taken from DynamoDB's documented limits second "
         "by second (`tests/sim/throughput.py`: 1,000 write and 3,000 read units a second per partition key; a new "
         "on-demand table's 4,000 and 12,000, doubling at most every 30 minutes; a throttled attempt waits "
-        "botocore's backoff, four attempts in all). `SectionPartitions` 1 keeps every entry of a section under one "
+        "botocore's backoff, four attempts in all; AWS's pages for each limit are listed under Scale). "
+        "`SectionPartitions` 1 keeps every entry of a section under one "
         "key (`sec#<section>`); 16 spreads them by key range.",
         "",
         "| SectionPartitions | scenario | events | throttled attempts | failed after retries | busiest key "
@@ -138,9 +139,15 @@ def section(data: dict[str, Any]) -> list[str]:
         "The headroom columns scale each scenario's rate by a limit over its busiest second (the same shape of "
         "traffic, faster): a key's 1,000 write and 3,000 read units, a new table's 4,000 and 12,000. A change "
         "writes about one unit under its section's key (its entry), so with one key a section takes about "
-        "1,000 changes a second; its rebuilds' reads of whole files are the other load on the key. With 16 keys "
-        "each holds a sixteenth of the section, and the table's own limit (which grows with use, or "
-        "`ManifestWarmWriteUnits`) comes first. What filled the table's busiest second of writes:",
+        "1,000 changes a second. The other load on the key is its rebuilds' reads: a rebuild reads its changed "
+        "pages' entries at once (BatchGetItem, a unit each), at most the 1,000 pages of its merged requests, and a "
+        "section has one rebuild at a time, so the key's reads stay near 1,000 units in a second at either rate "
+        "(the files' snapshots come from S3); the reads' headroom columns, which scale that linearly, understate "
+        "it. With 16 keys each holds a sixteenth of the section, and the table's own limit (which grows with use, "
+        "or `ManifestWarmWriteUnits`) comes first. The table's busiest second is notify's batch of `sent#` items, "
+        "about 1,000 units at either rate (below), so the table's headroom columns, which scale it linearly, "
+        "understate it too; the Scale section projects the table from the write units per event. What filled the "
+        "table's busiest second of writes:",
         "",
     ]
     for spread, rows in data["runs"].items():
@@ -151,8 +158,9 @@ def section(data: dict[str, Any]) -> list[str]:
             lines.append(f"- {spread}, {row['label']}: `{wp}#` items written by {wf}, {wu:,.0f} write units.")
     lines += [
         "",
-        f"Measured at {data['pages']:,} pages: a section's files, which its rebuilds read, grow with the site, so "
-        "a larger site's rebuilds put more reads on its keys.",
+        f"Measured at {data['pages']:,} pages. What a change writes and a rebuild reads under a section's keys is "
+        "the changed pages' entries, whatever the site's size: the load on a key follows the rate of changes into "
+        "its section, not the pages in it (the Scale section projects it).",
     ]
     return lines
 

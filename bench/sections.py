@@ -9,7 +9,7 @@ import re
 from bench.tools import ROOT
 
 DOC = ROOT / "docs" / "benchmarks.md"
-KEPT = ("urls", "local", "webhooks", "bootstrap", "partitions")  # in the order full_build appends them
+KEPT = ("urls", "local", "webhooks", "bootstrap", "partitions", "scale")  # in the order full_build appends them
 
 
 def markers(name: str) -> tuple[str, str]:

@@ -5,8 +5,12 @@ the reason, and everything else still publishes."""
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import pytest
 
 from sitemap_updater.adapters.manifest import ManifestStore, page_pk
+from sitemap_updater.core.formats import UnknownFormat
 from sitemap_updater.local.stack import session
 from sitemap_updater.service.ingest import ingest
 from tests.conftest import BASE, event
@@ -51,3 +55,28 @@ def test_an_item_and_a_message_of_another_version_are_dead_lettered_with_their_r
     assert sorted(set(report.changed_urls)) == [old, f"{BASE}/blog/b"]  # old: its first version
     assert {error.split(":")[0] for error in run.errors} == {"IngestFunction"}  # its receives before the last
     assert [d for p in run.stack.policies.values() for d in p.denied] == []
+
+
+def test_an_update_never_overwrites_an_entry_of_another_version(local_run: LocalRunFactory) -> None:
+    # Given a page whose manifest entry was written by a version of another format
+    run = local_run()
+    url = f"{BASE}/blog/a"
+    ingest(json.dumps(event(url, version=1)), run.pipeline)
+    store = run.pipeline.store
+    assert isinstance(store, ManifestStore)
+
+    def entries() -> list[Any]:
+        return store._client.query(TableName=store.table, KeyConditionExpression="pk = :pk",
+                                   ExpressionAttributeValues={":pk": {"S": "sec#blog"}})["Items"]  # fmt: skip
+
+    [entry] = entries()
+    store._client.update_item(
+        TableName=store.table, Key={"pk": entry["pk"], "sk": entry["sk"]},
+        UpdateExpression="SET v = :v", ExpressionAttributeValues={":v": {"N": "2"}},
+    )  # fmt: skip
+    # When an update that stays in its section arrives, it is refused with the reason naming the entry
+    with pytest.raises(UnknownFormat, match=f"the blog entry of {url} is of format version 2"):
+        ingest(json.dumps(event(url, version=2, title="x")), run.pipeline)
+    # and the entry is left as the other version wrote it
+    [after] = entries()
+    assert after == {**entry, "v": {"N": "2"}}

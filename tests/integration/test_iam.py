@@ -238,6 +238,16 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         run.drain()
         assert any(name.startswith("sitemap-root-") for name in run.published())
         assert not any(name.startswith("sitemap-docs-") for name in run.published())
+        # And a CDN that caches for 5 s (the stack's queues as deployed with 0): an index rebuilt within that
+        # lifetime of a file's put names the file's previous lastmod and asks for itself again on its own queue,
+        # due once the CDN cannot serve the old bytes
+        settings = run.pipeline.settings.model_copy(update={"cdn_max_age_seconds": 5})
+        run.pipeline = replace(run.pipeline, settings=settings)
+        changed = event(f"{BASE}/blog/b0", version=11, lastmod="2026-11-24")
+        settled = run.send_wave(bodies([changed, event(f"{BASE}/fresh/a", version=1, section="fresh")]))
+        assert settled.events["accepted"] == 2
+        indexes = [data for name, data in run.published().items() if name.endswith(".xml")]
+        assert any(b"<lastmod>2026-11-24" in data for data in indexes)  # once settled, its own lastmod
         # Then nothing any function did was denied
         policies = run.stack.policies
         assert [d for p in policies.values() for d in p.denied] == []

@@ -134,8 +134,9 @@ class FakeDynamoClient:
             url = next((u for u in store.refused_urls if item["sk"]["S"].endswith(f"#{url_id(u)}")), "")
             ranked = store.entry_ranks.get((section, item["sk"]["S"]))  # None: no item
             old = self.entry(section, item["sk"]["S"])
-            if expression == "attribute_exists(#current) AND #rank < :rank":  # an update written alone
-                holds = old is not None and "current" in old and old["rank"]["S"] < values[":rank"]["S"]
+            if expression == "attribute_exists(#current) AND #rank < :rank AND #v = :v":  # an update written alone
+                holds = (old is not None and "current" in old and old["rank"]["S"] < values[":rank"]["S"]
+                         and old.get("v") == values[":v"])  # fmt: skip
             else:
                 assert expression == "attribute_not_exists(pk) OR #rank < :rank", expression
                 holds = ranked is None or ranked < values[":rank"]["S"]

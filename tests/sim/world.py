@@ -51,6 +51,17 @@ ACCOUNT = "123456789012"
 _SIM_EXECUTION = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:sim-bootstrap:sim"
 NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 INDEX_FILE = re.compile(r"sitemap(-index-\d+)?\.xml")  # sitemap.xml and the further index files
+XSD = Path(__file__).resolve().parents[3] / "shared" / "xsd"  # the official schemas, beside the repository
+
+
+@lru_cache(maxsize=1)
+def _schemas() -> tuple[etree.XMLSchema, etree.XMLSchema] | None:
+    """sitemaps.org's and Google's schemas (a urlset with every extension, and the index), if they are there."""
+    if not (XSD / "all-urlset.xsd").exists():
+        return None
+    return etree.XMLSchema(etree.parse(str(XSD / "all-urlset.xsd"))), etree.XMLSchema(
+        etree.parse(str(XSD / "siteindex.xsd"))
+    )
 
 
 @dataclass(frozen=True)
@@ -334,6 +345,8 @@ class Simulation:
                     (loc.text or "").removeprefix(f"{BASE}/")
                     for loc in etree.fromstring(new.data).iterfind("s:sitemap/s:loc", NS)
                 )
+                if not self._index_files[name]:  # the schema: an index names at least one sitemap
+                    self.result.violations.append(f"t={self.clock.now:.2f}: {name} was put naming no sitemap")
             listed = frozenset().union(*self._index_files.values())
             # No index left: the site has no pages; a crawler finds none once the CDN's cached copy has expired.
             self._indexes.append((self.clock.now, listed))
@@ -619,6 +632,15 @@ class Simulation:
                 if texts.pop(text_twin(name), None) != urls.encode():
                     violations.append(f"text sitemap {text_twin(name)} does not list the URLs of {name}")
             violations += [f"text sitemap {name} is beside no sitemap file" for name in sorted(texts)]
+        schemas = _schemas()
+        for name, data in sorted(published.items()):
+            if schemas is None or name.startswith(SNAPSHOT_PREFIX) or not name.startswith("sitemap"):
+                continue
+            schema = schemas[1] if INDEX_FILE.fullmatch(name) else schemas[0]
+            if not schema.validate(etree.fromstring(gzip.decompress(data) if name.endswith(".gz") else data)):
+                violations.append(
+                    f"published {name} is invalid by the official schema: {str(schema.error_log).splitlines()[-1:]}"
+                )
         for name in sorted(set(published) | set(expected)):
             if published.get(name) != expected.get(name):
                 state = "missing" if name not in published else "unexpected" if name not in expected else "differs"

@@ -118,6 +118,59 @@ def test_a_page_moved_to_another_section_and_deleted_before_that_section_showed_
     assert announcements.run() == [[_url("a")]]
 
 
+def _hold_back(stack: Stack, section: str) -> list[Any]:
+    """Take ``section``'s rebuild requests off the queue (its rebuild has not run yet); returns them."""
+    held = [m for m in stack.queues["rebuild"].messages if f'"section": "{section}"' in m.body]
+    stack.queues["rebuild"].messages = [m for m in stack.queues["rebuild"].messages if m not in held]
+    return held
+
+
+def test_a_delete_naming_another_section_undone_before_the_shown_file_dropped_the_page_announces_no_removal() -> None:
+    # Given a page announced while blog showed it
+    stack = Stack()
+    announcements = Announcements(stack)
+    stack.send(page("a", version=1))
+    stack.drain()
+    assert announcements.run() == [[_url("a")]]
+    # When a delete naming news arrives, news is rebuilt and the notifier runs before blog is rebuilt
+    stack.send(page("a", version=3, type="delete", section="news", occurred_at="2026-11-21T00:00:00Z"))
+    held = _hold_back(stack, "blog")
+    stack.drain()
+    assert _url("a") in stack.shown()  # blog's file still shows it
+    # Then nothing is announced: no file has dropped the page
+    assert announcements.run() == []
+    # And when the page is published again in blog before blog's rebuild, its new content is announced once
+    stack.send(page("a", version=6, lastmod="2026-11-05"))
+    stack.queues["rebuild"].messages[:0] = held
+    stack.drain()
+    assert announcements.run() == [[_url("a")]]
+    assert _url("a") in stack.shown()
+    stack.check()
+
+
+@pytest.mark.parametrize("via", ["", "docs"])
+def test_a_delete_naming_another_section_is_announced_once_the_shown_file_drops_the_page(via: str) -> None:
+    # Given a page announced while blog showed it (and, with ``via``, moved on to a section that never showed it)
+    stack = Stack()
+    announcements = Announcements(stack)
+    stack.send(page("a", version=1))
+    stack.drain()
+    assert announcements.run() == [[_url("a")]]
+    if via:
+        stack.send(page("a", version=2, section=via))
+        _hold_back(stack, via)
+        stack.drain()  # blog drops the page, which is live elsewhere: nothing to announce
+        assert _url("a") not in stack.shown()
+        assert announcements.run() == []
+    # When a delete naming news arrives and every section is rebuilt
+    stack.send(page("a", version=3, type="delete", section="news", occurred_at="2026-11-21T00:00:00Z"))
+    stack.drain()
+    # Then the removal is announced once, and no file shows the page
+    assert announcements.run() == [[_url("a")]]
+    assert _url("a") not in stack.shown()
+    stack.check()
+
+
 def test_a_page_announced_nowhere_and_deleted_is_not_announced_by_a_section_that_never_showed_it() -> None:
     # Given a page published in one batch with its delete (no file ever showed it)
     stack = Stack()

@@ -14,7 +14,8 @@ from sitemap_updater.core import fastline
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.event_rules import MAX_BODY_BYTES
 from sitemap_updater.core.events import parse_event
-from sitemap_updater.core.fastline import _DECODE, LineParser, _decode_chunk
+from sitemap_updater.core.fastjson import DECODE, decode_chunk
+from sitemap_updater.core.fastline import LineParser
 from sitemap_updater.core.fasturl import UrlCanonicaliser
 from sitemap_updater.core.reduce import state_from_event
 from sitemap_updater.core.spill import Spilled, SpillGroups, spill_state
@@ -382,7 +383,7 @@ def one_by_one(data: bytes) -> list[Any]:
     decoded: list[Any] = []
     for raw in data.splitlines():
         try:
-            decoded.append(None if len(raw) > MAX_BODY_BYTES else _DECODE(raw))
+            decoded.append(None if len(raw) > MAX_BODY_BYTES else DECODE(raw))
         except ValueError:
             decoded.append(None)
     return decoded
@@ -425,7 +426,7 @@ def test_a_chunk_read_at_once_is_read_as_its_lines_one_by_one(lines: list[bytes]
     # Given a chunk of any lines, whole or cut, with any line ends, the last line ended or not
     data = ends.join(lines) + (ends if last else b"")
     # When the fast path reads the chunk
-    decoded, _ = _decode_chunk(data)
+    decoded, _ = decode_chunk(data)
     # Then it reads each line as that line alone reads
     assert decoded == one_by_one(data)
 
@@ -462,7 +463,7 @@ def test_a_line_over_the_queues_limit_is_left_to_the_model_path(size: int, befor
     assert len(long) == size
     data = "\n".join([TWO] * before + [long, TWO]).encode()
     # When the fast path reads the chunk
-    decoded, _ = _decode_chunk(data)
+    decoded, _ = decode_chunk(data)
     # Then the long line is decoded only when it is within the limit, as one by one
     assert decoded == one_by_one(data)
     assert (decoded[before] is None) is (size > MAX_BODY_BYTES)
@@ -472,7 +473,7 @@ def test_a_chunk_of_the_common_shape_is_read_at_once() -> None:
     # Given a chunk whose every line is of the common shape, with \r\n line ends
     data = b"\r\n".join([VALID_JSON.encode(), TWO.encode()] * 3) + b"\r\n"
     # When the fast path reads it
-    decoded, lines = _decode_chunk(data)
+    decoded, lines = decode_chunk(data)
     # Then it reads it in one call (no lines split) as one by one
     assert lines is None
     assert decoded == one_by_one(data)
@@ -485,7 +486,7 @@ def test_a_value_cut_in_two_is_not_joined_again(cut: int, ends: bytes) -> None:
     # (so that, joined again, the chunk would count as many values as lines)
     data = ends.join([SPLIT_LINES[cut], SPLIT_LINES[cut + 1], SPLIT_LINES[8]])
     # When the fast path reads the chunk
-    decoded, _ = _decode_chunk(data)
+    decoded, _ = decode_chunk(data)
     # Then no line is of the common shape, as one by one
     assert decoded == one_by_one(data) == [None, None, None]
 

@@ -96,3 +96,14 @@ def test_an_index_file_left_by_an_older_index_rebuild_is_deleted_and_a_section_n
     assert stray not in stack.s3.objects
     assert "sitemap-index-00000000.xml.gz" in stack.s3.objects
     stack.check()
+
+
+@pytest.mark.parametrize("count", range(3, 40))
+def test_every_index_file_names_at_least_one_sitemap_as_the_schema_requires(count: int) -> None:
+    # Given sites of 3 to 39 files, at most 2 an index (so sitemap.xml's own share is sometimes empty)
+    indexes = render_indexes(BASE, items(count), max_entries=2)
+    # Then every index file names between 1 and 2 files, each file once, and sitemap.xml is among them
+    assert INDEX_NAME in indexes
+    assert all(1 <= len(LOC.findall(data)) <= 2 for data in indexes.values())
+    named = [name for data in indexes.values() for name in LOC.findall(data)]
+    assert sorted(named) == sorted(i.name.encode() for i in items(count))

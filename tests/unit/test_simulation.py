@@ -18,7 +18,7 @@ from tests.sim.scheduler import LambdaDied
 from tests.sim.world import Config, Simulation
 
 # 1-20, and seeds that once found a bug
-SEEDS = [*range(1, 21), 22, 89, 137, 670, 1120, 1208, 1266, 1357, 1544, 2282, 6187, 6327, 7231]
+SEEDS = [*range(1, 21), 22, 89, 137, 670, 1120, 1208, 1266, 1357, 1544, 2282, 4162, 6187, 6327, 7005, 7231]
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -245,11 +245,13 @@ class ManifestStore(FileRecords, SiteRecords):
         self._register(write.section)
         item = {**self._entry_key(write.section, write.key, write.url), **_V, "rank": _s(write.rank)}
         item.update(self._entry_attributes(write, True, outbox, True))
-        condition = "attribute_exists(#current) AND #rank < :rank"
-        return self._put_entry_item(item, condition, write.rank, {"#current": "current"})
+        # Only over an entry of this format: one of a newer version is refused, not overwritten (its reader raises).
+        condition = "attribute_exists(#current) AND #rank < :rank AND #v = :v"
+        where = f"the {write.section} entry of {write.url}"
+        return self._put_entry_item(item, condition, write.rank, {"#current": "current", "#v": "v"}, where)
 
     def _put_entry_item(
-        self, item: dict[str, Any], condition: str, rank: str, names: dict[str, str]
+        self, item: dict[str, Any], condition: str, rank: str, names: dict[str, str], where: str = ""
     ) -> tuple[bool, EntryItem | None]:
         try:
             response = self._client.put_item(
@@ -257,7 +259,7 @@ class ManifestStore(FileRecords, SiteRecords):
                 Item=item,
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#rank": "rank", **names},
-                ExpressionAttributeValues={":rank": _s(rank)},
+                ExpressionAttributeValues={":rank": _s(rank), **({":v": item["v"]} if "#v" in names else {})},
                 ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -265,9 +267,9 @@ class ManifestStore(FileRecords, SiteRecords):
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
             found: Any = exc.response.get("Item")
-            return False, None if not found else entry_item(found, item["sk"]["S"])
+            return False, None if not found else entry_item(found, where or item["sk"]["S"])
         old: Any = response.get("Attributes")
-        return True, None if not old else entry_item(old, item["sk"]["S"])
+        return True, None if not old else entry_item(old, where or item["sk"]["S"])
 
     def entry_item(self, section: str, key: int, url: str) -> EntryItem | None:
         """The page's item in ``section`` (strongly consistent): None when there is none."""

@@ -1,12 +1,13 @@
 """A fast path from the JSON lines of an export to their spilled states, for events of the common shape.
 
 The pydantic models (``parse_event``) are the contract. This path takes only events that the models would
-accept as they are, with no warning and no unknown field — an upsert or delete with a URL, dates, version,
-changefreq, priority, section and images — and renders the bytes the model path renders, from the same
-rendering functions. Anything else (an envelope, a video, news, an alternate, a URL to canonicalise with a
-warning, a value to coerce, an error) is left to the model path, which also words the errors. The JSON is read
-by msgspec into a struct of exact types (nothing the models would coerce, no field they do not know, their
-bounds), so no pydantic is imported here. ``tests/unit/test_fastline.py`` holds both paths to the same states.
+accept as they are, with no unknown field — an upsert or delete with a URL, dates, version, changefreq, priority,
+section and images — and renders the bytes the model path renders, from the same rendering functions; a URL the
+rules canonicalise with a warning (a session ID removed) is canonicalised by them, the warning noted as the model
+path words it. Anything else (an envelope, a video, news, an alternate, a value to coerce, an error) is left to the
+model path, which also words the errors. The JSON is read by msgspec (``core.fastjson``) into a struct of exact
+types (nothing the models would coerce, no field they do not know, their bounds), so no pydantic is imported here.
+``tests/unit/test_fastline.py`` and ``tests/unit/test_fastline_warnings.py`` hold both paths to the same states.
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ import struct
 from collections.abc import Iterator
 from datetime import date, datetime
 from hashlib import blake2b
-from typing import Annotated
 from urllib.parse import unquote
 
-from msgspec import UNSET, Meta, Struct, UnsetType
-from msgspec.json import Decoder
+from msgspec import UNSET
 
 from sitemap_updater.core.entry import (
     FLAG_IMAGE,
@@ -32,16 +31,12 @@ from sitemap_updater.core.entry import (
     w3c,
 )
 from sitemap_updater.core.event_rules import (
-    MAX_BODY_BYTES,
-    MAX_IMAGES,
-    MAX_SECTION_CHARS,
-    MAX_VERSION,
     TYPE_ALIASES,
-    ChangeFreq,
     Horizon,
     in_window,
     parse_w3c,
 )
+from sitemap_updater.core.fastjson import Image, decode_chunk
 from sitemap_updater.core.fasturl import (
     ABOVE_ASCII,
     KEPT_ESCAPE,
@@ -67,33 +62,7 @@ _ENTRY_BUDGET = MAX_ENTRY_BYTES - len(URL_CLOSE)
 _SEGMENT = f"[{PATH_CHARS}%]"  # a path segment's characters in a canonical URL (each "%" checked: see _plain)
 
 
-class _Image(Struct, forbid_unknown_fields=True, gc=False):
-    loc: Annotated[str, Meta(min_length=1)]
-    title: str | None = None
-    caption: str | None = None
-
-
-class _Line(Struct, forbid_unknown_fields=True, gc=False):
-    """The common shape: exact JSON types, optional fields null where the models allow it. ``lastmod`` tells
-    null (the page has no lastmod: none is shown) from absent (occurred_at is shown); ``images`` may not be null."""
-
-    type: str
-    url: Annotated[str, Meta(min_length=1)]
-    occurred_at: str
-    version: Annotated[int, Meta(ge=0, le=MAX_VERSION)] | None = None
-    lastmod: str | UnsetType | None = UNSET
-    changefreq: ChangeFreq | None = None
-    priority: Annotated[float, Meta(ge=0.0, le=1.0)] | None = None
-    section: Annotated[str, Meta(min_length=1, max_length=MAX_SECTION_CHARS)] | None = None
-    images: Annotated[list[_Image], Meta(max_length=MAX_IMAGES)] | UnsetType = UNSET
-
-
-_DECODE = Decoder(_Line).decode
-_DECODE_ALL = Decoder(list[_Line | None]).decode
 _DECODE_BYTES = 1 << 18  # lines read at a time (see LineParser.parse)
-_BLOCK = MAX_BODY_BYTES // 2  # a line longer than MAX_BODY_BYTES holds one of these blocks whole
-# Between two lines when a chunk is read as one JSON array: see _decode_chunk.
-_BETWEEN = b",null,\n"
 
 
 class LineParser:
@@ -126,6 +95,8 @@ class LineParser:
         self._urls = UrlCanonicaliser(site)  # any other URL
         # A canonical URL holds no "<", ">" nor '"' (all percent-encoded) unless the site's address does
         self._escape_all = escape_text(site.base_url) != site.base_url
+        # The warnings about the lines taken, as the model path words them (a session ID removed from a URL), in order
+        self.warnings: list[tuple[int, str]] = []
 
     def parse(self, data: bytes, spill: SpillGroups) -> tuple[int, list[tuple[int, bytes]]]:
         """Spill every line of ``data`` the fast path decides into ``spill``. Returns the number of lines and
@@ -147,12 +118,13 @@ class LineParser:
 
         One loop with everything it uses bound to locals: a line costs a few microseconds, most of them here.
         """
-        decoded, raws = _decode_chunk(data)
+        decoded, raws = decode_chunk(data)
         plain, segments, loose_escape = self._plain, self._segments, self._loose_escape
         session_in, escape_all = self._urls.session_in, self._escape_all
         written, has_session_id, as_written = self._written, self._urls.has_session_id, self._as_written
         moments, lastmods = self._moments.get, self._lastmods.get
         occurred_of, lastmod_of, canonical_of = self._occurred, self._lastmod, self._urls.canonical
+        warned_of, warnings = self._urls.warned, self.warnings
         group_of, groups = spill.group, spill.groups
         copy_hash, pack = _KEY_HASH.copy, _FAST_HEAD.pack
         aliases = TYPE_ALIASES.get
@@ -165,8 +137,9 @@ class LineParser:
             url = line.url
             # Site.is_canonical of a URL, by one match that also finds its first path segment
             wide = False  # found by _written, not _plain: to encode
+            noted = None  # the rules' warnings about the URL
             if "/." not in url and len(url) <= MAX_URL_LENGTH:
-                found = plain(url)
+                found = plain(url) if url.isascii() else None  # _plain's classes are ASCII: it finds no other URL
                 if found is None:
                     found = written(url)
                     wide = True
@@ -188,10 +161,14 @@ class LineParser:
                     section_found = self._segment_section(segment)
             else:
                 canonical = canonical_of(url)
-                if canonical is None:
-                    left.append(number)
-                    continue
-                url, section_found = canonical
+                if canonical is None:  # the rules warn (a session ID: noted once the line is taken) or refuse it
+                    warned = warned_of(url)
+                    if warned is None:
+                        left.append(number)
+                        continue
+                    url, section_found, noted = warned
+                else:
+                    url, section_found = canonical
             occurred = moments(line.occurred_at) or occurred_of(line.occurred_at)
             if kind is None or occurred is None:
                 left.append(number)
@@ -252,6 +229,8 @@ class LineParser:
                     continue
                 head = pack(key, 0, version, occurred[0], moment_us, 0, FLAG_IMAGE if images else 0, url_size,
                             body_size, 0)  # fmt: skip
+            if noted:
+                warnings += [(number, f"url: {text}") for text in noted]
             group = groups.get(section) or group_of(section)
             bucket = key[0] >> _BUCKET_SHIFT
             group[0][bucket] += head
@@ -262,15 +241,22 @@ class LineParser:
         return len(decoded), []
 
     def record(self, raw: bytes) -> Spilled | None:
-        """The spilled state of one line as ``parse`` makes it (so exactly as the model path would), or None."""
+        """The spilled state of one line as ``parse`` makes it (so exactly as the model path would), or None where the
+        line is left to the model path or warned about."""
+        found = self.noted_record(raw)
+        return None if found is None or found[1] else found[0]
+
+    def noted_record(self, raw: bytes) -> tuple[Spilled, list[str]] | None:
+        """The spilled state of one line as ``parse`` makes it, with the warnings it notes about it, or None."""
         spill = SpillGroups()
+        noted = len(self.warnings)
         lines, rest = self.parse(raw, spill)
         if lines != 1 or rest:
             return None
         ((section, (heads, blobs)),) = spill.groups.items()
         (head,) = [bytes(found) for found in heads if found]
         (blob,) = [bytes(found) for found in blobs if found]
-        return section, HEAD.unpack(head)[0], head, blob
+        return (section, HEAD.unpack(head)[0], head, blob), [text for _, text in self.warnings[noted:]]
 
     @staticmethod
     def _as_written(url: str, found: re.Match[str]) -> tuple[str, str | None]:
@@ -282,7 +268,7 @@ class LineParser:
             url = url[: found.start(3)]
         if not url.isascii():
             url = encode_above_ascii(url)
-            if segment is not None:
+            if segment is not None and not segment.isascii():
                 segment = encode_above_ascii(segment)
         return url, segment
 
@@ -331,45 +317,7 @@ def _blocks(data: bytes) -> Iterator[bytes]:
         start = end
 
 
-def _decode_chunk(data: bytes) -> tuple[list[_Line | None], list[bytes] | None]:
-    """Each line of ``data`` (as ``bytes.splitlines`` splits it) read into the common shape, or None where it is not
-    of it or is longer than MAX_BODY_BYTES; and the lines, when they were split to be read one by one.
-
-    A chunk whose every line is of the common shape is read in one call, as one JSON array of its lines with a null
-    between each two (``_BETWEEN``). That separator cannot stand inside a line's value: its line break is not
-    allowed in a JSON string, and its null is no image, nor a member of an object, nor a _Line. So each line gives
-    the array at least one item, and an array of twice the lines less one items holds each line's value at an even
-    place (a line holding two values would make more items). Any other chunk is read line by line."""
-    text = data.replace(b"\r\n", b"\n") if b"\r" in data else data
-    if text.endswith(b"\n"):
-        text = text[:-1]
-    if (
-        text
-        and b"\r" not in text  # a lone \r ends a line too
-        and all(text.find(b"\n", at, at + _BLOCK) >= 0 for at in range(0, len(text) - _BLOCK + 1, _BLOCK))
-    ):
-        try:
-            items = _DECODE_ALL(b"[" + text.replace(b"\n", _BETWEEN) + b"]")
-        except ValueError:
-            pass
-        else:
-            lines = items[0::2]
-            if len(items) == 2 * text.count(b"\n") + 1 and all(lines):  # all: no line is a bare null
-                return lines, None
-    raws = data.splitlines()
-    decoded: list[_Line | None] = []
-    for raw in raws:
-        if len(raw) > MAX_BODY_BYTES:
-            decoded.append(None)
-            continue
-        try:
-            decoded.append(_DECODE(raw))
-        except ValueError:  # not JSON, or not of the common shape: msgspec's errors are ValueErrors
-            decoded.append(None)
-    return decoded, raws
-
-
-def _image_parts(images: list[_Image]) -> str | None:
+def _image_parts(images: list[Image]) -> str | None:
     """Rendered ``image:image`` elements, duplicates (by canonical URL) dropped; None when not plain."""
     parts: list[str] = []
     seen: set[str] = set()

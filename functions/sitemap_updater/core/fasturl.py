@@ -3,20 +3,22 @@
 ``core.urls`` holds the rules; this module applies them to the URLs real sites export without splitting each one:
 a URL on the site, written with the site's own scheme and host, whose path holds the path characters, percent
 escapes and characters above ASCII, with any query and fragment. Its canonical form is the site's address, the path
-percent-encoded as the rules encode it (``_percent_encode``, the rules' own function, or the ASCII codec for
+percent-encoded as the rules encode it (``_percent_encode``, the rules' own function, or quoted-printable for
 characters above ASCII), and the query likewise, the fragment dropped: what ``canonical_page_url`` makes of it, found
 by one regular expression match where nothing needs encoding. A URL with a session ID (a warning), a dot segment,
-a path parameter or anything else goes to ``canonical_page_url`` itself, and one it warns about or refuses is left
-to the model path. ``tests/unit/test_fastline.py`` holds this module to ``canonical_page_url`` over generated URLs.
+a path parameter or anything else goes to ``canonical_page_url`` itself (``warned`` gives its warnings), and one it
+refuses is left to the model path. ``tests/unit/test_fastline_urls.py`` holds this module to ``canonical_page_url``
+over generated URLs.
 """
 
 from __future__ import annotations
 
-import codecs
 import re
+from binascii import b2a_qp
 from collections.abc import Callable
 
 from sitemap_updater.core.urls import (
+    _DEFAULT_PORTS,
     _PATH_SAFE,
     _QUERY_SAFE,
     _UNRESERVED,
@@ -24,6 +26,7 @@ from sitemap_updater.core.urls import (
     Site,
     UrlError,
     _percent_encode,
+    _remove_dot_segments,
     canonical_page_url,
 )
 
@@ -67,23 +70,18 @@ NOT_QUERY = _not(re.escape(_PRINTABLE.replace("#", "")))
 NOT_FRAGMENT = _not(re.escape(_PRINTABLE))
 
 
-def _percent_encoded(problem: UnicodeError) -> tuple[str, int]:
-    """An error handler of the ASCII codec: the characters above ASCII it could not encode (a run of them),
-    percent-encoded as the rules encode each (UTF-8, upper-case hex): ``ü`` -> ``%C3%BC``."""
-    if not isinstance(problem, UnicodeEncodeError):
-        raise problem
-    run = problem.object[problem.start : problem.end].encode("utf-8", "surrogatepass")
-    return "%" + run.hex("%").upper(), problem.end
-
-
-_PERCENT = "sitemap_updater.percent"
-codecs.register_error(_PERCENT, _percent_encoded)
-
-
 def encode_above_ascii(text: str) -> str:
-    """``text`` with each character above ASCII percent-encoded as ``core.urls._percent_encode`` encodes it, the
-    rest as it is: one call of the codec, which hands each run of such characters to ``_percent_encoded``."""
-    return text.encode("ascii", _PERCENT).decode("ascii")
+    """``text`` (printable ASCII but a space, and characters above ASCII: what the matches take) with each character
+    above ASCII percent-encoded as ``core.urls._percent_encode`` encodes it (UTF-8, upper-case hex), the rest as it
+    is; ``ü`` -> ``%C3%BC``.
+
+    By quoted-printable (C code, a pass over the bytes), which writes each byte above ASCII as ``=`` and upper-case
+    hex and leaves such ASCII as it is, but: ``=`` itself as ``=3D``, a soft line break ``=\n`` every 76 characters,
+    and a ``.`` that ends the text at a line's start as ``=2E``. So every ``=`` in its output starts one of those,
+    and four replacements make the percent-encoding; ``\x00`` (which ``text`` cannot hold) stands for ``=`` between
+    them. About half the time of the ASCII codec with an error handler, which raised an exception per run."""
+    coded = b2a_qp(text.encode("utf-8", "surrogatepass")).replace(b"=\n", b"").replace(b"=2E", b".")
+    return coded.replace(b"=3D", b"\x00").replace(b"=", b"%").replace(b"\x00", b"=").decode("ascii")
 
 
 class UrlCanonicaliser:
@@ -93,6 +91,8 @@ class UrlCanonicaliser:
         self._site = site
         self._base = base = site.base_url
         self._path_at = len(base) + 1  # where a path's first segment starts
+        # The scheme's default port, written after the host and before a path ("" where the site's address has one)
+        self._port = "" if ":" in site.netloc.rpartition("]")[2] else f":{_DEFAULT_PORTS[site.scheme]}/"
         # A site whose address holds ";" (which is_canonical refuses anywhere): every URL to canonical_page_url
         prefix = "(?!)" if ";" in base else re.escape(base)
         self._simple = re.compile(
@@ -109,7 +109,8 @@ class UrlCanonicaliser:
         (a session ID removed) or refuse it."""
         found = self._simple(url)
         if found is None:
-            return self._full(url)
+            respelled = self._respelled(url)
+            return self._full(url) if respelled is None else self.canonical(respelled)
         path, query = found[1], found[2]
         if query:
             if self.has_session_id(query):
@@ -120,8 +121,8 @@ class UrlCanonicaliser:
             path = encode_above_ascii(path)
         elif self._clean_path(path) is None:
             path = _percent_encode(path, _PATH_SAFE)
-        if "/." in path:  # a dot segment to remove (perhaps once decoded: %2E)
-            return self._full(url)
+        if "/." in path:  # a dot segment to remove (perhaps once decoded: %2E), once encoded, as _assemble does
+            path = _remove_dot_segments(path)
         canonical = f"{self._base}{path}?{query}" if query else self._base + path
         if len(canonical) > MAX_URL_LENGTH:
             return None  # the model path words the refusal
@@ -146,6 +147,30 @@ class UrlCanonicaliser:
                 self._sections.clear()
             self._sections[key] = section
         return section
+
+    def warned(self, url: str) -> tuple[str, str, list[str]] | None:
+        """For a URL ``canonical`` steps aside from: its canonical form, its page's section and the warnings the rules
+        give (a session ID removed, each), as ``canonical_page_url`` makes them; None when the rules refuse it."""
+        warnings: list[str] = []
+        try:
+            canonical = canonical_page_url(url, self._site, warnings)
+        except UrlError:
+            return None
+        return canonical, self.section_of(canonical), warnings
+
+    def _respelled(self, url: str) -> str | None:
+        """``url`` with the site's scheme and host as the site writes them, where it writes them in other (ASCII)
+        case or with the scheme's default port and a path follows: the same URL to the rules (they lower-case an
+        ASCII scheme and host and drop a default port). None where it is not so written."""
+        base, cut = self._base, len(self._base)
+        head, rest = url[:cut], url[cut:]
+        if not head.isascii() or head.lower() != base:
+            return None
+        if self._port and rest.startswith(self._port):
+            rest = rest[len(self._port) - 1 :]
+        elif head == base:
+            return None
+        return base + rest if rest.startswith("/") else None
 
     def _full(self, url: str) -> tuple[str, str] | None:
         warnings: list[str] = []

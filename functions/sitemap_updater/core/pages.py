@@ -64,3 +64,7 @@ class PageWrite(PageFields):
     """A change to record: the new page state and its manifest entry (an encoded PageState)."""
 
     record: bytes
+    # A deletion that moved the page out of a section where it was live: that section's rebuild announces the
+    # removal when its file drops the page, so the deletion's own section does not (its rebuild may run first,
+    # and the page may come back to the section it left before that section's file ever dropped it).
+    left_live: bool = field(default=False, kw_only=True)

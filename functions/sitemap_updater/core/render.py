@@ -182,7 +182,8 @@ def split_index(items: Iterable[IndexItem], max_entries: int = MAX_FILES_PER_IND
     """The index files a site needs, each with the files it names: one ``sitemap.xml`` while the site has at most
     ``max_entries`` files; beyond, the files are spread by a hash of their names over the fewest power-of-two
     index files that each stay within the limit. A pure function of the set of files, and a file added or
-    removed changes one index file only (unless the count of index files doubles or halves)."""
+    removed changes one index file only (unless the count of index files doubles or halves, or ``sitemap.xml``'s
+    own share is empty: it then names the file of the first name)."""
     ordered = sorted(items)
     buckets = 1
     while True:
@@ -190,6 +191,11 @@ def split_index(items: Iterable[IndexItem], max_entries: int = MAX_FILES_PER_IND
         for item in ordered:
             split[_bucket(item.name, buckets) if buckets > 1 else 0].append(item)
         if max(len(part) for part in split) <= max_entries:
+            if not split[0] and ordered:
+                # An index names at least one sitemap (the schema's minOccurs), and sitemap.xml is always there:
+                # its hash bucket empty (only where an index may name few files), it names the first file.
+                split[_bucket(ordered[0].name, buckets)].remove(ordered[0])
+                split[0].append(ordered[0])
             return {index_name(n): part for n, part in enumerate(split) if part or n == 0}
         buckets *= 2
         if buckets > MAX_INDEX_FILES:

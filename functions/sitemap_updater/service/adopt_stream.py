@@ -140,6 +140,7 @@ class _Watchdog:
     def __init__(self, connection: http.client.HTTPConnection, seconds: float, error: Exception) -> None:
         self.expired = False
         self._error = error
+        self._end = time.monotonic() + seconds
         self._connection = connection
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
@@ -153,7 +154,8 @@ class _Watchdog:
                 sock.shutdown(socket.SHUT_RDWR)
 
     def check(self) -> None:
-        if self.expired:
+        # By the clock too: a socket timeout of the same length may end a read before the timer's thread runs.
+        if self.expired or time.monotonic() >= self._end:
             raise self._error
 
     def cancel(self) -> None:

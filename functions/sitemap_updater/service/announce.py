@@ -91,9 +91,13 @@ def announce(
             rank = page.rank if page is not None else ""
         result.changed[url], result.digests[url], result.ranks[url] = "removed", "", rank
     for mark in marks:  # deletes of pages no file of this section showed: another section's file may have
-        if mark.change != "removed" or mark.url is None or mark.url in result.changed:
+        if mark.change != "removed" or mark.url is None or mark.url in result.changed or mark.url in found.vanished:
             continue
         here = loaded.get(mark.url)
-        if here is not None and here.entry is None and mark.url not in found.vanished:
+        if here is not None and here.entry is None:
             result.unless_unannounced[mark.url] = here.rank
+        elif here is None:  # a deletion that moved the page out of this section, where no file showed it
+            page = pipeline.store.get_page(mark.url)
+            if page is not None and page.kind == "deleted":
+                result.unless_unannounced[mark.url] = page.rank
     return result

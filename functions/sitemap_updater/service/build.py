@@ -154,6 +154,10 @@ def _spill_file(spill_dir: str, kind: str) -> Path:
     return Path(spill_dir) / f"{kind}-{os.getpid()}-{threading.get_ident()}.bin"
 
 
+def _line_number(warning: tuple[int, str]) -> int:
+    return warning[0]
+
+
 def _parse_chunk(
     source: str, start: int, end: int, site: Site, horizon: Horizon, spill_dir: str, chunk_id: int
 ) -> _ChunkResult:
@@ -165,7 +169,9 @@ def _parse_chunk(
         handle.seek(start)
         data = handle.read(end - start)
     spill = SpillGroups()
-    lines, rest = LineParser(site, horizon).parse(data, spill)
+    parser = LineParser(site, horizon)
+    lines, rest = parser.parse(data, spill)
+    warnings += parser.warnings  # a session ID removed from a URL: noted by the fast path as the model path words it
     del data
     accepted = lines - len(rest)
     if rest:
@@ -190,6 +196,8 @@ def _parse_chunk(
             if state.entry is not None and state.entry.news:
                 news_sections.add(state.entry.section)
             spill.add(*spill_state(state))
+        if parser.warnings and warnings:
+            warnings.sort(key=_line_number)  # in line order, each line's own in their order (a stable sort)
     path = _spill_file(spill_dir, "parsed")
     runs: list[list[tuple[str, int, int, int]]] = [[] for _ in range(BUCKETS)]
     parts: list[bytearray] = []

@@ -223,7 +223,8 @@ def _decide(
     left = {old.section}
     if unsent or not complete:
         left.update(old.moved_from)  # the markers the stored move may not have written yet
-    write = replace(write, moved_from=tuple(sorted(left - {write.section})))
+    left_live = write.kind == "deleted" and old.kind == "live" and old.section != write.section
+    write = replace(write, moved_from=tuple(sorted(left - {write.section})), left_live=left_live)
     if unsent and marks is None:
         requeue(pipeline, [old])  # a bulk load sends no marks of its own
     elif unchanged and complete and not write.moved_from:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from sitemap_updater.core.entry import w3c_micros
 from sitemap_updater.core.messages import PageMark, mark_messages
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.pages import EntryItem, PageFields, PageRecord
+from sitemap_updater.core.pages import EntryItem, PageFields, PageRecord, PageWrite
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.ports import Manifest
@@ -110,9 +110,14 @@ class MarkBatch:
         by_section: dict[str, list[PageMark]] = defaultdict(list)
         for page in self._pages:
             news = page.url in self._news
-            by_section[page.section].append(PageMark(page.url, page.key, page.rank, page.change or None, news))
+            # A deletion that moved the page out of a section where it was live is the removal of the sections it
+            # left: their rebuilds announce it, once their files drop the page (or, none showing it, if the
+            # search engines were told it exists); the deletion's own section showed no such page.
+            left_live = isinstance(page, PageWrite) and page.left_live
+            change = None if left_live else page.change or None
+            by_section[page.section].append(PageMark(page.url, page.key, page.rank, change, news))
             for left in page.moved_from:
-                by_section[left].append(PageMark(page.url, page.key, page.rank, None))
+                by_section[left].append(PageMark(page.url, page.key, page.rank, "removed" if left_live else None))
         now_us = to_micros(self._pipeline.clock())
         for section in sorted(by_section):
             for message in mark_messages(section, now_us, by_section[section], len(self._pages)):

@@ -332,12 +332,15 @@ def _announcement(
     replaced = set(region)
     announced = [View(f.key_range, data.recorded(f)) for f in records if f.state == "live" and f.key_range in replaced]
     since: list[View] = []
+    untouched = [key_range for key_range in layout if key_range not in replaced]  # live files kept as announced
     names = {key_range.file_name(section) for key_range in rendered}
     for name in sorted(names & holders.keys()):  # their earlier attempts' puts were confirmed as theirs were made
-        since += [block_view(bucket, name, ref, holders[name].key_range) for ref in holders[name].shown]
+        views = [block_view(bucket, name, ref, holders[name].key_range) for ref in holders[name].shown]
+        since += views
+        for view in views:  # bytes of a wider range than the name's file now: no file shows the rest of it now
+            region += _without(view.key_range, untouched)
     planned = {key_range.file_name(section) for key_range in layout}
     gone = {f.name for f in leaving} | {f.name for f in records if f.state == "writing" and f.name not in planned}
-    untouched = [key_range for key_range in layout if key_range not in replaced]  # live files kept as announced
     for record in (f for f in records if f.name in gone - names):
         views = [block_view(bucket, record.name, ref, record.key_range) for ref in confirmed_puts(bucket, record)]
         since += views
