@@ -24,7 +24,7 @@ def template_outputs(stack: LocalStack, parameters: dict[str, str]) -> dict[str,
     create, such as the state machine, left out)."""
     template = load_template(TEMPLATE)
     params = {key: str(spec.get("Default", "")) for key, spec in template["Parameters"].items()} | parameters
-    names = Names(params, stack.physical, stack.arns, template.get("Conditions", {}))
+    names = Names(params, stack.physical, stack.arns, template.get("Conditions", {}), stack.domains)
     outputs = {}
     for key, output in template["Outputs"].items():
         if "Condition" in output:

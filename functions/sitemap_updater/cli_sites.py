@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, stack_option
+
+if TYPE_CHECKING:
+    from sitemap_updater.settings import Settings
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +34,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add.add_argument("--section-freshness", default=None, metavar="PAIRS", help="news=30,products=900")
     add.add_argument("--indexnow-key", default="", metavar="KEY", help="the site's IndexNow key (none: off)")
     add.add_argument("--search-console-property", default="", metavar="PROPERTY", help="default: the origin's root")
-    lst = actions.add_parser("list", help="list the sites, one a line: host, state, origin, sections")
+    add.add_argument(
+        "--served-at",
+        default="site",
+        metavar="WHERE",
+        help="where its files are served: 'site' (default: on its own host, whose CDN routes /sitemap* and "
+        "/<key>.txt to the stack's distribution under /sites/<host>), 'stack' (under https://<SitemapDomain, else "
+        "the distribution's domain>/sites/<host>/, named by the site's robots.txt), or a base URL of your own",
+    )
+    lst = actions.add_parser("list", help="list the sites, one a line: host, state, origin, sections, index URL")
     remove = actions.add_parser(
         "remove", help="delete a site's files and records, then the site; nothing else is touched"
     )
@@ -52,6 +65,7 @@ def run_sites(args: argparse.Namespace) -> int:
     make_client = boto3.session.Session().client
     try:
         settings = command_settings(args.stack, make_client, args.endpoint_url)
+        served_at = _served_at(args, settings, make_client) if args.action == "add" else ""
     except (StackError, SettingsError) as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -64,15 +78,25 @@ def run_sites(args: argparse.Namespace) -> int:
                 "origin": args.origin, "sections": args.sections, "text_sitemaps": args.text_sitemaps,
                 "feed_entries": args.feed_entries, "freshness_seconds": args.freshness_seconds,
                 "section_freshness": args.section_freshness, "indexnow_key": args.indexnow_key,
-                "search_console_property": args.search_console_property,
+                "search_console_property": args.search_console_property, "served_at": served_at,
             }  # fmt: skip
             site = add_site(stack, directory, SiteConfig.parse(fields))
             print(f"site {site.host} added: its files under sites/{site.host}/ of bucket {settings.bucket_name}")
+            print(f"add this line to {site.origin}/robots.txt:")
+            print(f"Sitemap: {site.files.file_url('sitemap.xml')}")
+            routed = ["/sitemap*", *([f"/{site.indexnow_key}.txt"] if site.indexnow_key else [])]
+            if not site.served_at:
+                print(f"and route {' and '.join(routed)} on {site.host} to the stack's distribution with the origin "
+                      f"path /sites/{site.host} (docs/deploy.md, 'Serving a site added at run time')")  # fmt: skip
+            elif site.indexnow_key:
+                print(f"and serve /{site.indexnow_key}.txt on {site.host} (IndexNow reads the key on the site's host)")
             return EXIT_OK
         if args.action == "list":
-            print(f"{stack.site.netloc}\tstack\t{stack.site.base_url}\t{settings.sections or '-'}")
+            own = f"{stack.site.netloc}\tstack\t{stack.site.base_url}\t{settings.sections or '-'}"
+            print(f"{own}\t{stack.files.file_url('sitemap.xml')}")
             for site in directory.list_sites():
-                print(f"{site.host}\t{site.state}\t{site.origin}\t{site.sections or '-'}")
+                index = site.files.file_url("sitemap.xml")
+                print(f"{site.host}\t{site.state}\t{site.origin}\t{site.sections or '-'}\t{index}")
             return EXIT_OK
         site = begin_removal(stack, directory, args.origin)
         removed = finish_removal(site_pipeline(stack, site), directory)
@@ -81,3 +105,27 @@ def run_sites(args: argparse.Namespace) -> int:
     except (SiteConfigError, SiteRefused) as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _served_at(args: argparse.Namespace, settings: Settings, make_client: Callable[..., Any]) -> str:
+    """The base URL a site's files are named under, as ``--served-at`` asks ("": on its own host). ``stack``: the
+    stack's SitemapDomain, else its distribution's domain (its DistributionDomainName output, which needs
+    ``--stack``), then ``/sites/<host>``. StackError when it cannot be resolved."""
+    from sitemap_updater.core.urls import Site, UrlError
+    from sitemap_updater.wiring.deployed import StackError, describe_stack
+
+    where = str(args.served_at).strip()
+    if where in ("", "site"):
+        return ""
+    if where != "stack":
+        return where  # a base URL of the operator's own, checked with the site's fields
+    try:
+        host = Site.parse(args.origin).netloc
+    except UrlError:
+        return ""  # the site's fields report the origin
+    if settings.sitemap_base_url:
+        return f"{settings.sitemap_base_url}/sites/{host}"
+    if not args.stack:
+        raise StackError("--served-at stack needs --stack NAME (its DistributionDomainName), or give the URL")
+    domain = describe_stack(args.stack, make_client, args.endpoint_url).output("DistributionDomainName")
+    return f"https://{domain}/sites/{host}"

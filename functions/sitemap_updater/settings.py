@@ -18,7 +18,7 @@ from sitemap_updater.core.freshness import (
     section_freshness,
 )
 from sitemap_updater.core.sharding import DEFAULT_URLS_PER_FILE, MAX_FILES_PER_INDEX, MAX_URLS_PER_FILE, Limits
-from sitemap_updater.core.urls import Site, UrlError, parse_sections
+from sitemap_updater.core.urls import FilesBase, Site, UrlError, parse_sections
 
 _ENV = {
     "site_url": "SITE_URL",
@@ -178,7 +178,7 @@ class Settings(BaseModel):
     def _valid_sitemap_base(cls, value: str) -> str:
         if value:
             try:
-                Site.parse(value)
+                FilesBase.parse(value)
             except UrlError as exc:
                 raise ValueError(str(exc)) from exc
         return value
@@ -222,9 +222,9 @@ class Settings(BaseModel):
         return Site.parse(self.site_url, sections=parse_sections(self.sections))
 
     @property
-    def files_site(self) -> Site:
+    def files_site(self) -> FilesBase:
         """Where the sitemap files and index files are served: ``sitemap_base_url``, else the site."""
-        return Site.parse(self.sitemap_base_url) if self.sitemap_base_url else self.site
+        return FilesBase.parse(self.sitemap_base_url or self.site.base_url)
 
     @property
     def property_url(self) -> str:

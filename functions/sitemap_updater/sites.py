@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sitemap_updater.core.freshness import FreshnessError, parse_section_freshness
 from sitemap_updater.core.site_keys import HostError, check_host
-from sitemap_updater.core.urls import Site, UrlError, parse_sections
+from sitemap_updater.core.urls import FilesBase, Site, UrlError, parse_sections
 from sitemap_updater.settings import Settings
 
 ACTIVE: Final = "active"
@@ -44,6 +44,11 @@ class SiteConfig(BaseModel):
     indexnow_key: Annotated[str, Field(pattern=r"^([a-zA-Z0-9-]{8,128})?$")] = ""
     # "" : the origin's root (a URL-prefix property); else ``sc-domain:example.de`` or a URL prefix.
     search_console_property: str = ""
+    # Where its files are served. "" : on its own host, whose CDN routes /sitemap* and /<key>.txt to the stack's
+    # distribution under /sites/<host> (docs/deploy.md); else the base URL its files are named under, such as
+    # https://<SitemapDomain or the distribution's domain>/sites/<host> (a cross-submission: the site's robots.txt
+    # names the index there). ``sites add --served-at`` resolves it once.
+    served_at: str = ""
     state: Literal["active", "removing"] = ACTIVE
 
     @field_validator("origin")
@@ -60,6 +65,25 @@ class SiteConfig(BaseModel):
     @classmethod
     def _valid_sections(cls, value: str) -> str:
         parse_sections(value)
+        return value
+
+    @field_validator("indexnow_key")
+    @classmethod
+    def _key_is_no_sitemap_name(cls, value: str) -> str:
+        # Its file (sites/<host>/<key>.txt) must never be a text sitemap's name, nor one the grants keep from the
+        # notifier (template.yaml: NoSiteFileButTheKeyFile).
+        if value.startswith("sitemap"):
+            raise ValueError("must not start with 'sitemap' (its key file would be named like a sitemap file)")
+        return value
+
+    @field_validator("served_at")
+    @classmethod
+    def _valid_served_at(cls, value: str) -> str:
+        if value:
+            try:
+                return FilesBase.parse(value).base_url
+            except UrlError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @field_validator("section_freshness")
@@ -93,14 +117,19 @@ class SiteConfig(BaseModel):
         """The site's host, which names its tree (core/site_keys.py)."""
         return Site.parse(self.origin).netloc
 
+    @property
+    def files(self) -> FilesBase:
+        """Where the site's files are served: ``served_at``, else its own host's root."""
+        return FilesBase.parse(self.served_at or self.origin)
+
     def settings(self, stack: Settings) -> Settings:
-        """The stack's settings with this site's own: what its pipeline runs with. Its files are named on its own
-        host (the stack's SitemapDomain serves the stack's own site). SiteConfigError when the combination is not
-        valid (a freshness the stack's CDN lifetime cannot honour)."""
+        """The stack's settings with this site's own: what its pipeline runs with. Its files are named where
+        ``served_at`` says (the stack's SitemapDomain serves the stack's own site). SiteConfigError when the
+        combination is not valid (a freshness the stack's CDN lifetime cannot honour)."""
         values = stack.model_dump()
         values.update(
             site_url=self.origin,
-            sitemap_base_url="",
+            sitemap_base_url=self.served_at,
             sections=self.sections,
             text_sitemaps=self.text_sitemaps,
             feed_entries=self.feed_entries,

@@ -24,13 +24,16 @@ from sitemap_updater.handlers import sweep as sweep_handler
 from sitemap_updater.handlers import upkeep
 from sitemap_updater.handlers import webhook as webhook_handler
 from sitemap_updater.local.bootstrap import LocalStateMachine
-from sitemap_updater.local.iam import Policy, matches
-from sitemap_updater.local.runner import LocalContext, LocalRun
-from sitemap_updater.local.stack import session
+from sitemap_updater.local.iam import ACCOUNT, Names, Policy, bucket_policy, matches
+from sitemap_updater.local.runner import TEMPLATE, LocalContext, LocalRun
+from sitemap_updater.local.stack import load_template, session
 from sitemap_updater.local.webhooks import Sample, function_url_event
 from sitemap_updater.service.ingest import ingest
 from sitemap_updater.service.rebuild import rebuild_section
+from sitemap_updater.service.sites import add_site
+from sitemap_updater.sites import SiteConfig
 from sitemap_updater.wiring.pipeline import use_pipeline
+from sitemap_updater.wiring.sites import site_pipeline
 from sitemap_updater.wiring.webhooks import use_receiver
 from tests.conftest import BASE, event
 from tests.integration.conftest import FIXED_NOW, bodies
@@ -248,12 +251,95 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         assert settled.events["accepted"] == 2
         indexes = [data for name, data in run.published().items() if name.endswith(".xml")]
         assert any(b"<lastmod>2026-11-24" in data for data in indexes)  # once settled, its own lastmod
+        # And a second site added at run time, run through every function that handles sites: its own tree under
+        # sites/<host>/, which only the template's grants on sites/*/... reach
+        settings = run.pipeline.settings.model_copy(update={"cdn_max_age_seconds": 0})
+        run.pipeline = replace(run.pipeline, settings=settings)
+        _second_site(run, now)
         # Then nothing any function did was denied
         policies = run.stack.policies
         assert [d for p in policies.values() for d in p.denied] == []
         assert run.errors == []
         # And every permission the template grants was used by its function
         assert [u for p in policies.values() for u in _unused(p)] == []
+
+
+SECOND = "https://www.example.de"
+
+
+def _site_tree(run: LocalRun, host: str) -> dict[str, bytes]:
+    """Every object of the site on ``host`` (its files, key file, feed, snapshots), by name under its prefix."""
+    s3 = session().client("s3", endpoint_url=run.endpoint_url)
+    bucket, prefix = run.stack.physical["SitemapBucket"], f"sites/{host}/"
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    names = [o["Key"] for page in pages for o in page.get("Contents", [])]
+    return {n[len(prefix) :]: s3.get_object(Bucket=bucket, Key=n)["Body"].read() for n in names}
+
+
+def _hourly(run: LocalRun, function: str, handler: Callable[..., Any]) -> Any:
+    use_pipeline(run.pipeline)
+    try:
+        with run.iam.acting_as(function):
+            return handler({}, cast(Any, LocalContext(function)))
+    finally:
+        use_pipeline(None)
+
+
+def _second_site(run: LocalRun, now: list[datetime]) -> None:
+    """A site added with ``sites add`` (IndexNow key, feed and text sitemaps of its own), through ingest, the shard
+    and index rebuilds, the notifier, the sweep, the upkeep and the reconciliation."""
+    directory = run.pipeline.directory
+    assert directory is not None
+    fields = {"origin": SECOND, "sections": "blog,news", "text_sitemaps": True, "feed_entries": 20}
+    site = add_site(run.pipeline, directory, SiteConfig.parse({**fields, "indexnow_key": "site-key-0002"}))
+    host = site.host
+    # Given its pages in two sections (news among them): files that split into several index files
+    news = {**NEWS, "publication_date": now[0].strftime("%Y-%m-%dT%H:%M:%SZ")}
+    pages = [event(f"{SECOND}/blog/p{i}", version=1, lastmod="2026-11-20") for i in range(5)]
+    pages.append(event(f"{SECOND}/news/today", version=1, news=news))
+    assert run.send_wave(bodies(pages)).events["accepted"] == 6
+    tree = _site_tree(run, host)
+    assert {"sitemap.xml", "site-key-0002.txt", "sitemap-changes.atom", "_state/feed.json"} <= set(tree)
+    assert any(n.startswith("sitemap-index-") for n in tree) and any(n.endswith(".txt") for n in tree)
+    assert f"<loc>{SECOND}/sitemap-".encode() in tree["sitemap.xml"]  # served on its own host (the default)
+    # And deletes that merge its files (retired files and their snapshots are cleaned up)
+    run.send_wave(bodies([event(f"{SECOND}/blog/p{i}", type="delete", version=2) for i in (1, 2, 3)]))
+    # And a change whose rebuild was never queued, found by the sweep
+    queue = run.pipeline.rebuild_queue  # the site's queue sends through the stack's
+    send = queue.send
+    object.__setattr__(queue, "send", lambda *_a, **_k: (_ for _ in ()).throw(ConnectionError("died")))
+    with run.iam.acting_as("IngestFunction"), pytest.raises(ConnectionError):
+        ingest(
+            json.dumps(event(f"{SECOND}/blog/p4", version=5, lastmod="2026-11-21")), site_pipeline(run.pipeline, site)
+        )
+    object.__setattr__(queue, "send", send)
+    now[0] += timedelta(hours=1)
+    assert _hourly(run, "SweepFunction", sweep_handler.handler)["requeued"] == 1
+    run.drain()
+    # And its news turning old
+    now[0] += timedelta(days=2)
+    assert _hourly(run, "UpkeepFunction", upkeep.handler)["news_expired"] == 1
+    run.drain()
+    # And drift out of band in its tree, repaired by the reconciliation
+    healthy = {n: d for n, d in _site_tree(run, host).items() if not n.startswith("_")}
+    s3 = session().client("s3", endpoint_url=run.endpoint_url)
+    bucket, prefix = run.stack.physical["SitemapBucket"], f"sites/{host}/"
+    lost, altered = sorted(n for n in healthy if n.endswith(".xml.gz"))[:2]
+    for name in (lost, "sitemap.xml"):
+        s3.delete_object(Bucket=bucket, Key=prefix + name)
+    s3.put_object(Bucket=bucket, Key=prefix + altered, Body=b"not the file")
+    s3.put_object(Bucket=bucket, Key=prefix + "sitemap-stray-00000000.xml.gz", Body=b"stray")
+    s3.put_object(Bucket=bucket, Key=prefix + "_state/sitemap-stray/0000000000000000-1-1.states", Body=b"s")
+    found = _hourly(run, "ReconcileFunction", reconcile_handler.handler)
+    assert (found["missing"], found["changed"], found["stray"]) == (2, 1, 1)
+    run.drain()
+    after = _site_tree(run, host)
+    assert {n: d for n, d in after.items() if not n.startswith("_")} == healthy
+    assert "_state/sitemap-stray/0000000000000000-1-1.states" not in after
+    # And at last no pages left: its index files are deleted
+    left = (f"{SECOND}/blog/p0", f"{SECOND}/blog/p4", f"{SECOND}/news/today")
+    assert run.send_wave(bodies([event(url, type="delete", version=9) for url in left])).events["accepted"] == 3
+    assert not any(n.startswith("sitemap") and n.endswith(".xml") for n in _site_tree(run, host))
 
 
 def test_a_call_outside_the_policy_is_denied_as_aws_denies_it(local_run: Any) -> None:
@@ -306,6 +392,67 @@ def test_each_function_is_denied_what_its_grant_once_covered_beside_what_it_need
         "leading keys import)",
         "leading keys sec#blog)",
     ]
+
+
+def test_the_grants_on_sites_trees_reach_no_further_than_their_own_site_files(local_run: Any) -> None:
+    """``*`` in an S3 ARN crosses ``/``: a site's grants also match names under its ``_state/``; the template's Deny
+    statements keep each function to what it writes there."""
+    run: LocalRun = local_run()
+    bucket = run.pipeline.bucket
+    assert isinstance(bucket, SitemapBucket)
+    site = "sites/www.example.de/"
+    # The shard rebuild writes a site's section files, not its index files nor its feed
+    with run.iam.acting_as("RebuildShardFunction"):
+        assert bucket.put_if_absent(f"{site}sitemap-blog-00000000.xml.gz", b"file")
+        for name in ("sitemap.xml", "sitemap-index-1.xml", "sitemap-changes.atom"):
+            with pytest.raises(ClientError):
+                bucket.put_if_absent(site + name, b"<sitemapindex/>")
+    # The notifier writes a site's key file, not its text sitemaps nor what it keeps under _state/
+    with run.iam.acting_as("NotifyFunction"):
+        assert bucket.put_if_absent(f"{site}site-key-0002.txt", b"site-key-0002")
+        for name in ("sitemap-blog-00000000.txt", "_state/notes.txt"):
+            with pytest.raises(ClientError) as denied:
+                bucket.put_if_absent(site + name, b"x")
+            assert denied.value.response["Error"]["Code"] == "AccessDenied", name
+    # The reconciliation reads a site's published files and deletes its snapshots, but reads none of them
+    bucket.put_if_absent(f"{site}_state/sitemap-blog/0000000000000000-1-1.states", b"states")
+    with run.iam.acting_as("ReconcileFunction"):
+        assert bucket.read(f"{site}sitemap-blog-00000000.xml.gz") == b"file"
+        with pytest.raises(ClientError):
+            bucket.read(f"{site}_state/sitemap-blog/0000000000000000-1-1.states")
+        bucket.delete(f"{site}_state/sitemap-blog/0000000000000000-1-1.states")
+    assert [d.split(" on ")[0] for d in run.stack.policies["ReconcileFunction"].denied] == [
+        "ReconcileFunction: s3:GetObject"
+    ]
+
+
+def test_cloudfront_reads_every_site_s_public_files_and_nothing_it_keeps(local_run: Any) -> None:
+    run: LocalRun = local_run()
+    template = load_template(TEMPLATE)
+    params = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+    params |= {"SiteUrl": BASE, "IndexNowKey": run.settings.indexnow_key, "AWS::StackName": run.stack.name}
+    names = Names(params, run.stack.physical, run.stack.arns, template["Conditions"], run.stack.domains)
+    policy = bucket_policy(template, names)
+    arn = f"arn:aws:s3:::{run.stack.physical['SitemapBucket']}/"
+    distribution = f"arn:aws:cloudfront::{ACCOUNT}:distribution/{run.stack.physical['Distribution']}"
+    ours = {"aws:sourcearn": [distribution], "aws:securetransport": ["true"]}
+
+    def reads(key: str, context: dict[str, list[str]] = ours) -> bool:
+        return policy.allows("service:cloudfront.amazonaws.com", "s3:GetObject", arn + key, context)
+
+    key = run.settings.indexnow_key
+    public = ["sitemap.xml", "sitemap-blog-1.xml.gz", f"{key}.txt", "sites/h/sitemap.xml",
+              "sites/h/sitemap-index-2.xml", "sites/h/sitemap-blog-1.xml.gz", "sites/h/sitemap-blog-1.txt",
+              "sites/h/sitemap-changes.atom", "sites/h/site-key-0002.txt"]  # fmt: skip
+    kept = ["sites/h/_state/sitemap-blog/0000000000000000-1-1.states", "sites/h/_state/feed.json",
+            "sites/h/_state/x.txt", "sites/h/_bootstrap/run/export/part.txt", "_state/feed.json", "other.txt",
+            "_state/sitemap-blog/0000000000000000-1-1.states", "_bootstrap/run/export/part.txt"]  # fmt: skip
+    assert [k for k in public if not reads(k)] == []
+    assert [k for k in kept if reads(k)] == []
+    # nor another distribution, nor without TLS
+    other = {**ours, "aws:sourcearn": [f"arn:aws:cloudfront::{ACCOUNT}:distribution/EOTHER"]}
+    assert not reads("sites/h/sitemap.xml", other)
+    assert not reads("sites/h/sitemap.xml", {**ours, "aws:securetransport": ["false"]})
 
 
 def test_s3_answers_403_for_a_missing_key_without_list_bucket(local_run: Any) -> None:

@@ -6,6 +6,7 @@ was."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -68,7 +69,21 @@ def test_sites_are_added_listed_and_removed_and_a_removal_touches_nothing_else(
     stack = deployed(moto_endpoint, "sites-cli", {"SiteUrl": BASE, "Sections": "blog"})
     where = ["--stack", "sites-cli", "--endpoint-url", moto_endpoint]
     assert main(["sites", "add", DE, "--sections", "blog,news", *where]) == 0
-    assert main(["sites", "add", FR, *where]) == 0
+    # served on its own host (the default): the robots.txt line names it there, and its CDN routes to the stack's
+    added = capsys.readouterr().out.splitlines()
+    assert added[1:] == [
+        f"add this line to {DE}/robots.txt:",
+        f"Sitemap: {DE}/sitemap.xml",
+        "and route /sitemap* on www.example.de to the stack's distribution with the origin path "
+        "/sites/www.example.de (docs/deploy.md, 'Serving a site added at run time')",
+    ]
+    # or under the stack's distribution (a cross-submission): resolved once, from the stack's outputs
+    cdn = f"https://{stack.domains['Distribution']}/sites/www.example.fr"
+    assert main(["sites", "add", FR, "--served-at", "stack", *where]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"add this line to {FR}/robots.txt:",
+        f"Sitemap: {cdn}/sitemap.xml",
+    ]
     assert main(["sites", "add", BASE, *where]) == 1  # the stack's own site is the stack's
     assert "is the stack's own site" in capsys.readouterr().err
     assert main(["sites", "add", "https://www.example.at", "--indexnow-key", "short", *where]) == 1
@@ -76,9 +91,9 @@ def test_sites_are_added_listed_and_removed_and_a_removal_touches_nothing_else(
     assert main(["sites", "list", *where]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed == [
-        "www.example.com\tstack\thttps://www.example.com\tblog",
-        "www.example.de\tactive\thttps://www.example.de\tblog,news",
-        "www.example.fr\tactive\thttps://www.example.fr\t-",
+        "www.example.com\tstack\thttps://www.example.com\tblog\thttps://www.example.com/sitemap.xml",
+        "www.example.de\tactive\thttps://www.example.de\tblog,news\thttps://www.example.de/sitemap.xml",
+        f"www.example.fr\tactive\thttps://www.example.fr\t-\t{cdn}/sitemap.xml",
     ]
     # Each site publishes (through its own pipeline, as the functions pick it by host)
     own = connect_pipeline(command_settings("sites-cli", session().client, moto_endpoint), session().client,
@@ -95,6 +110,11 @@ def test_sites_are_added_listed_and_removed_and_a_removal_touches_nothing_else(
     objects, items = _footprint(moto_endpoint, stack)
     assert ("site#www.example.de#sent#https://www.example.de/sitemap.xml", "search-console") in items
     assert {"sites/www.example.de/sitemap.xml", "sites/www.example.fr/sitemap.xml", "sitemap.xml"} <= set(objects)
+    # each index names its files where they are served
+    assert re.findall(r"<loc>([^<]+)</loc>", objects["sites/www.example.fr/sitemap.xml"].decode()) == [
+        f"{cdn}/sitemap-root-00000000.xml.gz"
+    ]
+    assert b"<loc>https://www.example.de/sitemap-blog-" in objects["sites/www.example.de/sitemap.xml"]
     de_items = {key for key in items if key[0].startswith("site#www.example.de#")}
     assert {("site#www.example.de#sections", s) for s in ("blog", "news", "root")} <= de_items
     # When one site is removed

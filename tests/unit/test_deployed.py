@@ -96,7 +96,7 @@ def test_the_settings_are_the_stacks_outputs_and_parameters(cloudformation: Any)
     assert settings.ingest_dlq_url == "value-of-IngestDeadLetterQueueUrl"
     assert (settings.site_url, settings.sections, settings.max_urls_per_file) == (SITE, "blog,news", 500)
     # and the index names its files on the site, as the stack's functions do without a domain of their own
-    assert settings.sitemap_base_url == "" and settings.files_site == settings.site
+    assert settings.sitemap_base_url == "" and settings.files_site.base_url == settings.site.base_url
 
 
 def test_a_stacks_sitemap_domain_is_where_the_index_names_its_files(cloudformation: Any) -> None:

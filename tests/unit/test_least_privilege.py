@@ -14,7 +14,7 @@ from sitemap_updater.core.feed import FEED_NAME, FEED_STATE
 from sitemap_updater.core.render import index_name
 from sitemap_updater.core.sharding import KeyRange, text_twin
 from sitemap_updater.core.snapshots import object_key
-from sitemap_updater.local.iam import LEADING_KEYS, Condition, Statement, matches, requests
+from sitemap_updater.local.iam import LEADING_KEYS, Condition, Statement, decide, requests
 from sitemap_updater.service.bootstrap import export_prefix, ranges_name
 from tests.cfn_template import ROOT, source, stack
 
@@ -23,17 +23,19 @@ SITE = {"SiteUrl": "https://www.example.com"}
 
 
 @cache
-def cloudfront_grant(indexnow_key: str) -> tuple[str, ...]:
-    """The object patterns the bucket policy lets CloudFront read, for a stack with this IndexNow key."""
+def cloudfront_grant(indexnow_key: str) -> tuple[Statement, ...]:
+    """The bucket policy's statements on CloudFront's GetObject (an Allow, and a Deny that wins over it), for a stack
+    with this IndexNow key."""
     policy = stack({**SITE, "IndexNowKey": indexnow_key}).of_type("AWS::S3::BucketPolicy")["SitemapBucketPolicy"]
     statements = policy["PolicyDocument"]["Statement"]
-    (grant,) = [s for s in statements if s.get("Principal") == {"Service": "cloudfront.amazonaws.com"}]
-    assert grant["Effect"] == "Allow" and grant["Action"] == "s3:GetObject"
-    return tuple(grant["Resource"])
+    found = [s for s in statements if s.get("Principal") == {"Service": "cloudfront.amazonaws.com"}]
+    assert [(s["Effect"], s["Action"]) for s in found] == [("Allow", "s3:GetObject"), ("Deny", "s3:GetObject")]
+    resources = [[s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"] for s in found]
+    return tuple(Statement(("s3:GetObject",), tuple(r), (), s["Effect"]) for s, r in zip(found, resources, strict=True))
 
 
 def cloudfront_may_read(indexnow_key: str, key: str) -> bool:
-    return any(matches(p, f"<SitemapBucket.Arn>/{key}", case=True) for p in cloudfront_grant(indexnow_key))
+    return decide(cloudfront_grant(indexnow_key), "s3:GetObject", f"<SitemapBucket.Arn>/{key}")
 
 
 @cache
@@ -58,6 +60,12 @@ def test_cloudfront_reads_what_crawlers_and_indexnow_fetch_and_nothing_a_run_kee
     assert not any(cloudfront_may_read(KEY, name) for name in private)
     # Without IndexNow no text file outside the sitemaps' names is readable
     assert not cloudfront_may_read("", f"{KEY}.txt") and cloudfront_may_read("", text_twin(section_file))
+    # Each site added at run time: the same files and its own key file under sites/<host>/, and nothing it keeps
+    # under a segment starting with _ (which sites/*/sitemap* would match: * crosses /)
+    site = "sites/www.example.de/"
+    assert all(cloudfront_may_read("", site + name) for name in [*published, "site-key-0002.txt"])
+    assert not any(cloudfront_may_read(KEY, site + name) for name in private[:2])
+    assert not any(cloudfront_may_read(KEY, f"{site}_bootstrap/x/{name}") for name in ("pages.txt", "sitemap-1.txt"))
 
 
 def test_leading_keys_are_the_partition_keys_each_call_touches() -> None:
@@ -170,8 +178,11 @@ def test_the_security_reference_names_what_cloudfront_may_read() -> None:
     row = next(line for line in text.splitlines() if line.startswith("| `SitemapBucket` | bucket policy"))
     policy = template_source()["Resources"]["SitemapBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"][0]
     patterns = [_sub(r) or _sub(r["Fn::If"][1]) for r in policy["Resource"]]
-    assert patterns == ["<bucket>/sitemap*", "<bucket>/<IndexNowKey>.txt"]
-    assert all(f"`{p}`" in row for p in patterns if p)
+    assert patterns == ["<bucket>/sitemap*", "<bucket>/<IndexNowKey>.txt", "<bucket>/sites/*/sitemap*",
+                        "<bucket>/sites/*/*.txt"]  # fmt: skip
+    deny = template_source()["Resources"]["SitemapBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"][1]
+    assert deny["Effect"] == "Deny" and _sub(deny["Resource"]) == "<bucket>/sites/*/_*"
+    assert all(f"`{p}`" in row for p in [*patterns, "<bucket>/sites/*/_*"] if p)
 
 
 @pytest.mark.parametrize("reserved", ["10", "0"])

@@ -103,7 +103,7 @@ def test_search_console_is_given_the_index_where_it_is_served(base: str) -> None
     assert url.startswith("https://www.googleapis.com/webmasters/v3/sites/")  # sitemaps.submit, as Google documents it
 
 
-def test_the_sitemaps_base_is_a_scheme_and_host() -> None:
+def test_the_sitemaps_base_is_a_scheme_host_and_path() -> None:
     env = {
         "SITE_URL": BASE,
         "MANIFEST_TABLE": "t",
@@ -117,5 +117,8 @@ def test_the_sitemaps_base_is_a_scheme_and_host() -> None:
         Settings.from_env({**env, "SITEMAP_BASE_URL": OWN}).files_site.file_url("sitemap.xml") == f"{OWN}/sitemap.xml"
     )
     assert Settings.from_env({**env, "SITEMAP_BASE_URL": ""}).files_site.base_url == BASE
+    # a path (a site added at run time served under the stack's distribution: /sites/<host>), not a query
+    under = Settings.from_env({**env, "SITEMAP_BASE_URL": f"{OWN}/sites/www.example.de/"})
+    assert under.files_site.file_url("sitemap.xml") == f"{OWN}/sites/www.example.de/sitemap.xml"
     with pytest.raises(SettingsError, match="SITEMAP_BASE_URL"):
-        Settings.from_env({**env, "SITEMAP_BASE_URL": f"{OWN}/sitemaps"})
+        Settings.from_env({**env, "SITEMAP_BASE_URL": f"{OWN}/sitemaps?x=1"})

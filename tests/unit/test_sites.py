@@ -26,13 +26,15 @@ from sitemap_updater.handlers import ingest as ingest_handler
 from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import rebuild_shard as rebuild_handler
 from sitemap_updater.local.runner import LocalContext
+from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.reconcile import reconcile
 from sitemap_updater.service.sites import SiteRefused, add_site, begin_removal, finish_removal
+from sitemap_updater.service.sweep import sweep
 from sitemap_updater.settings import Settings
 from sitemap_updater.sites import SiteConfig, SiteConfigError
 from sitemap_updater.wiring.pipeline import current_sites, use_pipeline
-from sitemap_updater.wiring.sites import SiteCache, SiteLookupDeferred, site_pipeline
+from sitemap_updater.wiring.sites import SiteCache, SiteLookupDeferred, all_sites, site_pipeline
 from tests.conftest import AS_OF_US, BASE
 from tests.sim.fakes import FakeS3, FakeSites, FakeStore, SimQueue, SimQueueState
 from tests.sim.scheduler import Clock, Faults, Scheduler
@@ -294,3 +296,65 @@ def test_a_site_is_configured_by_named_fields(stack: Stack) -> None:
         "",
     )
     assert settings.manifest_table == "t" and settings.max_urls_per_file == 2  # the stack's own
+
+
+class _Robots:
+    """robots.txt of each host (a WebGet): what the sweep's check reads."""
+
+    def __init__(self, texts: dict[str, str]) -> None:
+        self.texts = texts
+        self.asked: list[str] = []
+
+    def get(self, url: str, max_bytes: int, seconds: float) -> HttpResponse:
+        self.asked.append(url)
+        return HttpResponse(200, {}, self.texts.get(url, ""))
+
+
+def test_a_site_served_under_the_stack_s_distribution_names_its_files_there(stack: Stack) -> None:
+    cdn = "https://d111111abcdef8.cloudfront.net/sites/www.example.de"
+    # Given a site served under the stack's distribution (as `sites add --served-at stack` resolves it)
+    site = stack.add(DE, sections="blog", served_at=cdn + "/")
+    assert site.served_at == cdn and site.files.file_url("sitemap.xml") == f"{cdn}/sitemap.xml"
+    # When its pages are published
+    stack.send(upsert(f"{DE}/blog/a"), upsert(f"{DE}/x"))
+    stack.drain()
+    # Then its index names its files there, its pages stay on its own host
+    tree = stack.tree("sites/www.example.de/")
+    index = _locs(tree["sites/www.example.de/sitemap.xml"])
+    assert index and all(loc.startswith(f"{cdn}/sitemap-") for loc in index)
+    assert sorted(loc for name, data in tree.items() if name.endswith(".xml.gz") for loc in _locs(data)) == [
+        f"{DE}/blog/a",
+        f"{DE}/x",
+    ]
+    # And a site on its own host (the default) names them at its root; a v1 item (no served_at) reads as that
+    assert SiteConfig.parse({"origin": FR}).files.file_url("sitemap.xml") == f"{FR}/sitemap.xml"
+    with pytest.raises(SiteConfigError, match="served_at: "):
+        SiteConfig.parse({"origin": FR, "served_at": f"{cdn}?x=1"})
+
+
+def test_the_hourly_sweep_checks_each_site_s_robots_txt_for_its_own_index_line(stack: Stack) -> None:
+    cdn = "https://d111111abcdef8.cloudfront.net/sites/www.example.de"
+    stack.add(DE, served_at=cdn)
+    stack.add(FR)
+    settings = stack.pipeline.settings.model_copy(update={"robots_check": True})
+    use_pipeline(replace(stack.pipeline, settings=settings))
+    robots = _Robots({
+        f"{BASE}/robots.txt": f"Sitemap: {BASE}/sitemap.xml\n",
+        f"{DE}/robots.txt": f"Sitemap: {cdn}/sitemap.xml\n",  # the cross-submission
+        f"{FR}/robots.txt": f"Sitemap: {BASE}/sitemap.xml\n",  # names another site's index only
+    })  # fmt: skip
+    warnings = [sweep(pipeline, robots).robots_warning for pipeline in all_sites(current_sites())]
+    assert robots.asked == [f"{BASE}/robots.txt", f"{DE}/robots.txt", f"{FR}/robots.txt"]
+    assert warnings[:2] == [None, None]
+    assert warnings[2] == f"robots.txt does not name the sitemap index; add the line 'Sitemap: {FR}/sitemap.xml'"
+
+
+def test_a_site_s_notifier_features_need_the_stack_s_and_its_key_is_no_sitemap_name(stack: Stack) -> None:
+    with pytest.raises(SiteConfigError, match="indexnow_key: must not start with 'sitemap'"):
+        SiteConfig.parse({"origin": DE, "indexnow_key": "sitemap-blog-00000000"})
+    with pytest.raises(SiteRefused, match="a recent-changes feed needs the stack's RecentChangesFeed"):
+        stack.add(DE, feed_entries=10)
+    quiet = replace(stack.pipeline, settings=stack.pipeline.settings.model_copy(update={"indexnow_key": ""}))
+    with pytest.raises(SiteRefused, match="an IndexNow key needs the stack's IndexNowKey"):
+        add_site(quiet, stack.directory, SiteConfig.parse({"origin": DE, "indexnow_key": "site-key-0002"}))
+    assert stack.add(DE, indexnow_key="site-key-0002").indexnow_key == "site-key-0002"

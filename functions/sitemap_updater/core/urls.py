@@ -148,6 +148,32 @@ class Site:
         return f"{self.scheme}://{self.netloc}/{name}"
 
 
+_FILES_PATH = re.compile(r"(/[A-Za-z0-9\-._~:]+)*")  # path segments of unreserved characters (and a host's port)
+
+
+@dataclass(frozen=True, slots=True)
+class FilesBase:
+    """Where sitemap files are served: a scheme and host, and for a site served under the stack's distribution a
+    path (``https://d111.cloudfront.net/sites/www.example.de``); each file's URL is the base, ``/`` and its name."""
+
+    base_url: str
+
+    @classmethod
+    def parse(cls, url: str) -> FilesBase:
+        """A base from ``https://host`` or ``https://host/path`` (no query, fragment or user info; a trailing
+        ``/`` dropped); UrlError otherwise."""
+        parts = urlsplit(url.strip())
+        path = parts.path.rstrip("/")
+        if not _FILES_PATH.fullmatch(path):
+            raise UrlError(f"{url!r}: a path of sitemap files is segments of letters, digits and -._~: only")
+        site = Site.parse(f"{parts.scheme}://{parts.netloc}" if not (parts.query or parts.fragment) else url)
+        return cls(site.base_url + path)
+
+    def file_url(self, name: str) -> str:
+        """Absolute URL of the file ``name``."""
+        return f"{self.base_url}/{name}"
+
+
 def _netloc(parts: SplitResult, host: str) -> str:
     try:
         port = parts.port

@@ -2,10 +2,11 @@
 
 The template stays the one source: the statements of every function's ``Policies`` are resolved against the
 local stack's physical names and ARNs, and a botocore hook in front of every call of a function's clients
-allows or denies it as IAM would (Allow statements, action and resource wildcards, and the condition operators
-the template uses, over ``dynamodb:LeadingKeys``: the partition keys a call touches). A denied call answers what
-AWS answers (403 ``AccessDenied``), and so does S3 for a missing key when the function may not list the bucket:
-HeadObject and GetObject say 403, not 404, without ``s3:ListBucket``.
+allows or denies it as IAM would (Allow and Deny statements, an explicit Deny winning over any Allow, action and
+resource wildcards, and the condition operators the template uses, over ``dynamodb:LeadingKeys``: the partition
+keys a call touches). ``bucket_policy`` reads the bucket policy the same way, for what CloudFront may read. A
+denied call answers what AWS answers (403 ``AccessDenied``), and so does S3 for a missing key when the function may
+not list the bucket: HeadObject and GetObject say 403, not 404, without ``s3:ListBucket``.
 
 SAM policy templates (``DynamoDBCrudPolicy`` and friends) are refused: the template names the actions each
 function uses, so that a missing or an extra permission shows up in the tests.
@@ -47,7 +48,7 @@ class PolicyError(ValueError):
 # have is absent.
 Context = Mapping[str, Sequence[str]]
 LEADING_KEYS = "dynamodb:leadingkeys"
-_OPERATORS = {"StringEquals", "StringLike", "Null"}
+_OPERATORS = {"StringEquals", "StringLike", "Null", "Bool"}
 _SETS = {"ForAllValues", "ForAnyValue"}
 
 
@@ -68,6 +69,8 @@ class Condition:
         qualifier, _, operator = self.operator.rpartition(":")
         if operator == "Null":
             return (not found) == (self.values == ("true",))
+        if operator == "Bool":
+            return found is not None and len(found) == 1 and found[0].lower() in self.values
         like = operator == "StringLike"
 
         def one(value: str) -> bool:
@@ -85,13 +88,27 @@ class Statement:
     actions: tuple[str, ...]
     resources: tuple[str, ...]
     conditions: tuple[Condition, ...] = ()
+    effect: str = "Allow"  # or "Deny"
 
-    def allows(self, action: str, resource: str, context: Context | None = None) -> bool:
+    def applies(self, action: str, resource: str, context: Context | None = None) -> bool:
+        """Whether the statement covers the request (whatever its effect)."""
         return (
             any(matches(p, action, case=False) for p in self.actions)
             and any(matches(p, resource, case=True) for p in self.resources)
             and all(c.holds(context or {}) for c in self.conditions)
         )
+
+    def allows(self, action: str, resource: str, context: Context | None = None) -> bool:
+        """An Allow statement that covers the request (a Deny statement allows nothing)."""
+        return self.effect == "Allow" and self.applies(action, resource, context)
+
+
+def decide(statements: Iterable[Statement], action: str, resource: str, context: Context | None = None) -> bool:
+    """IAM's evaluation of one policy: allowed when an Allow statement covers the request and no Deny does."""
+    found = list(statements)
+    if any(s.effect == "Deny" and s.applies(action, resource, context) for s in found):
+        return False
+    return any(s.allows(action, resource, context) for s in found)
 
 
 @dataclass(slots=True)
@@ -105,7 +122,7 @@ class Policy:
     hash_keys: dict[str, str] = field(default_factory=dict)  # table name -> its partition key's attribute
 
     def allows(self, action: str, resource: str, context: Context | None = None) -> bool:
-        if any(s.allows(action, resource, context) for s in self.statements):
+        if decide(self.statements, action, resource, context):
             self.used.add((action, resource))
             return True
         keys = (
@@ -115,8 +132,8 @@ class Policy:
         return False
 
     def granted(self) -> list[tuple[str, str]]:
-        """Every (action pattern, resource pattern) pair the template grants this function."""
-        return [(a, r) for s in self.statements for a in s.actions for r in s.resources]
+        """Every (action pattern, resource pattern) pair the template grants this function (its Allow statements)."""
+        return [(a, r) for s in self.statements if s.effect == "Allow" for a in s.actions for r in s.resources]
 
 
 class Enforcer:
@@ -171,7 +188,7 @@ class Enforcer:
         if policy is None or http_response.status_code != 404:
             return
         bucket_arn = f"arn:{PARTITION}:s3:::{context.get(_PARAMS, {}).get('Bucket', '')}"
-        if any(s.allows("s3:ListBucket", bucket_arn) for s in policy.statements):
+        if decide(policy.statements, "s3:ListBucket", bucket_arn):
             policy.used.add(("s3:ListBucket", bucket_arn))  # what made this answer a 404
             return
         http_response.status_code = 403
@@ -289,6 +306,7 @@ class Names:
     physical: dict[str, str]  # logical ID -> name, URL or ID
     arns: dict[str, str]  # logical ID -> ARN
     conditions: dict[str, Any]
+    domains: dict[str, str] = field(default_factory=dict)  # logical ID -> domain name (a distribution's)
 
     def ref(self, name: str) -> str:
         pseudo = {"AWS::Partition": PARTITION, "AWS::AccountId": ACCOUNT, "AWS::Region": "us-east-1"}
@@ -303,6 +321,8 @@ class Names:
             return self.arns[logical]
         if attribute == "QueueName":
             return self.arns[logical].rsplit(":", 1)[-1]
+        if attribute == "DomainName" and logical in self.domains:
+            return self.domains[logical]
         raise PolicyError(f"{logical}.{attribute}: not an attribute this evaluator resolves")
 
 
@@ -375,19 +395,45 @@ def function_policies(template: dict[str, Any], names: Names) -> dict[str, Polic
     return policies
 
 
-def _statement(logical: str, raw: dict[str, Any]) -> Statement:
-    if (
-        raw.get("Effect") != "Allow"
-        or not {"Action", "Resource"} <= set(raw)
-        or set(raw) - {"Effect", "Action", "Resource", "Sid", "Condition"}
-    ):
-        raise PolicyError(f"{logical}: only Allow statements with Action and Resource are checked: {raw!r}")
+def _statement(logical: str, raw: dict[str, Any], principal: bool = False) -> Statement:
+    allowed = {"Effect", "Action", "Resource", "Sid", "Condition"} | ({"Principal"} if principal else set())
+    if raw.get("Effect") not in ("Allow", "Deny") or not {"Action", "Resource"} <= set(raw) or set(raw) - allowed:
+        raise PolicyError(f"{logical}: only Allow and Deny statements with Action and Resource are checked: {raw!r}")
     conditions = tuple(
         _condition_of(logical, operator, key, values)
         for operator, keys in raw.get("Condition", {}).items()
         for key, values in keys.items()
     )
-    return Statement(tuple(_strings(raw["Action"])), tuple(_strings(raw["Resource"])), conditions)
+    return Statement(tuple(_strings(raw["Action"])), tuple(_strings(raw["Resource"])), conditions, raw["Effect"])
+
+
+@dataclass(frozen=True, slots=True)
+class BucketPolicy:
+    """A bucket policy: each statement with the principals it names (``*``, or ``service:<name>``)."""
+
+    statements: tuple[tuple[frozenset[str], Statement], ...]
+
+    def allows(self, principal: str, action: str, resource: str, context: Context | None = None) -> bool:
+        """Whether ``principal`` (``service:cloudfront.amazonaws.com``) may: the statements naming it or ``*``,
+        an explicit Deny winning. (A same-account role would also need its own grant; a service has none.)"""
+        found = [s for names, s in self.statements if "*" in names or principal in names]
+        return decide(found, action, resource, context)
+
+
+def bucket_policy(template: dict[str, Any], names: Names, logical: str = "SitemapBucketPolicy") -> BucketPolicy:
+    """The template's bucket policy ``logical``, resolved against ``names``."""
+    document = resolve(template["Resources"][logical]["Properties"]["PolicyDocument"], names)
+    statements = []
+    for raw in document["Statement"]:
+        principal = raw.get("Principal")
+        if principal == "*":
+            who = frozenset({"*"})
+        elif isinstance(principal, dict) and set(principal) == {"Service"}:
+            who = frozenset(f"service:{p}" for p in _strings(principal["Service"]))
+        else:
+            raise PolicyError(f"{logical}: only a Service principal or * is checked, not {principal!r}")
+        statements.append((who, _statement(logical, raw, principal=True)))
+    return BucketPolicy(tuple(statements))
 
 
 def _condition_of(logical: str, operator: str, key: str, values: Any) -> Condition:
@@ -395,10 +441,10 @@ def _condition_of(logical: str, operator: str, key: str, values: Any) -> Conditi
     if name not in _OPERATORS or (qualifier and (qualifier not in _SETS or name == "Null")):
         raise PolicyError(f"{logical}: condition operator {operator} is not one this evaluator checks")
     given = tuple(str(v) for v in (values if isinstance(values, list) else [values]))
-    if name == "Null":
+    if name in ("Null", "Bool"):
         given = tuple(v.lower() for v in given)
         if given not in (("true",), ("false",)):
-            raise PolicyError(f"{logical}: Null takes true or false, not {values!r}")
+            raise PolicyError(f"{logical}: {name} takes true or false, not {values!r}")
     return Condition(operator, key, given)
 
 

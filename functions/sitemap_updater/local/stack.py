@@ -74,6 +74,7 @@ class LocalStack:
     name: str = ""
     physical: dict[str, str] = field(default_factory=dict)
     arns: dict[str, str] = field(default_factory=dict)
+    domains: dict[str, str] = field(default_factory=dict)  # a distribution's domain name
     environment: dict[str, str] = field(default_factory=dict)
     sources: list[EventSource] = field(default_factory=list)
     policies: dict[str, Policy] = field(default_factory=dict)
@@ -156,6 +157,7 @@ def create_stack(template_path: Path, endpoint_url: str | None, parameters: dict
             created = cloudfront.create_distribution(DistributionConfig=_distribution_config(name, origin))
             stack.physical[logical] = created["Distribution"]["Id"]
             stack.arns[logical] = created["Distribution"]["ARN"]
+            stack.domains[logical] = created["Distribution"]["DomainName"]
     return _wired(template, stack, params)
 
 
@@ -163,7 +165,7 @@ def _wired(template: dict[str, Any], stack: LocalStack, params: dict[str, str]) 
     """``stack`` with the functions' environment, IAM policies and event sources, resolved against its names."""
     resources: dict[str, Any] = template["Resources"]
     variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
-    names = Names(params, stack.physical, stack.arns, template.get("Conditions", {}))
+    names = Names(params, stack.physical, stack.arns, template.get("Conditions", {}), stack.domains)
     stack.environment = {key: str(resolve(value, names)) for key, value in variables.items()}
     stack.policies = function_policies(template, names)
     for logical, spec in resources.items():

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from sitemap_updater.core.event_rules import Horizon
 from sitemap_updater.core.sharding import Limits
-from sitemap_updater.core.urls import Site
+from sitemap_updater.core.urls import FilesBase, Site
 from sitemap_updater.ports import Bucket, FanOut, Manifest, Queue, SiteDirectory
 from sitemap_updater.settings import Settings
 
@@ -51,7 +51,7 @@ class Pipeline:
     # The sites added to the stack at run time (wiring/sites.py picks a site's pipeline); None: none are read.
     directory: SiteDirectory | None = None
     site: Site = field(init=False)
-    files: Site = field(init=False)  # where the sitemap files are served: the site, or its sitemaps' own host
+    files: FilesBase = field(init=False)  # where the files are served: the site, its sitemaps' own host, a path
     limits: Limits = field(init=False)
 
     def __post_init__(self) -> None:

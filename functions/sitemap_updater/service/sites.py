@@ -66,6 +66,12 @@ def add_site(stack: Pipeline, directory: SiteDirectory, site: SiteConfig) -> Sit
         site.settings(stack.settings)
     except SiteConfigError as exc:
         raise SiteRefused(str(exc)) from None
+    # The notifier's queue, its one-minute wake-up and its grants exist as the stack's parameters ask
+    # (template.yaml: HasIndexNow, HasFeed): a site's own IndexNow key or feed needs the stack's on.
+    if site.indexnow_key and not stack.settings.indexnow_key:
+        raise SiteRefused(f"{site.host}: an IndexNow key needs the stack's IndexNowKey set (its notifier is off)")
+    if site.feed_entries and not stack.settings.feed_entries:
+        raise SiteRefused(f"{site.host}: a recent-changes feed needs the stack's RecentChangesFeed (its grants)")
     found = directory.get_site(site.host)
     if found is not None and found.state == REMOVING:
         raise SiteRefused(f"{site.host} is being removed: run `sites remove {site.origin}` again to finish first")
