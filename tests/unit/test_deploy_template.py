@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from sitemap_updater.local.iam import matches
 from sitemap_updater.settings import Settings
 from tests.cfn_template import ROOT, Stack, parameter_values, source, stack, transformed, translate
 
@@ -492,3 +493,26 @@ def test_the_freshness_alarm_follows_the_promise_unless_set(given: dict[str, str
     names = Names(params, {}, {}, template["Conditions"])
     alarm = template["Resources"]["PublishLatencyAlarm"]["Properties"]
     assert float(resolve(alarm["Threshold"], names)) == threshold
+
+
+def test_every_site_s_index_files_are_served_compressed_like_the_stack_s_own() -> None:
+    """CloudFront takes the first behaviour whose path pattern matches (``*`` any characters, ``/`` included; ``?``
+    one; case-sensitive), else the default: an index file, the stack's own or a site's under sites/<host>/, gets
+    the index cache policy (compressed at the edge); a sitemap file (gzip already), a text twin and a key file the
+    default behaviour."""
+    config = stack({"SiteUrl": "https://www.example.com"}).of_type("AWS::CloudFront::Distribution")["Distribution"]
+    config = config["DistributionConfig"]
+    behaviours = config["CacheBehaviors"]
+    assert len(behaviours) <= 75  # CloudFront's quota of cache behaviours a distribution
+
+    def served(path: str) -> tuple[str, bool]:
+        first = next((b for b in behaviours if matches(b["PathPattern"].lstrip("/"), path, case=True)), None)
+        chosen = first or config["DefaultCacheBehavior"]
+        return chosen["CachePolicyId"], chosen["Compress"]
+
+    index, files = ("<SitemapIndexCachePolicy>", True), ("<SitemapFileCachePolicy>", False)
+    for prefix in ("", "sites/www.example.de/", "sites/shop.example.fr:8443/"):
+        assert served(f"{prefix}sitemap.xml") == index
+        assert served(f"{prefix}sitemap-index-2.xml") == index
+        for name in ("sitemap-blog-00000000.xml.gz", "sitemap-blog-00000000.txt", "site-key-0002.txt"):
+            assert served(prefix + name) == files, prefix + name
