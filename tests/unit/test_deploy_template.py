@@ -511,7 +511,7 @@ def test_every_site_s_index_files_are_served_compressed_like_the_stack_s_own() -
         return chosen["CachePolicyId"], chosen["Compress"]
 
     index, files = ("<SitemapIndexCachePolicy>", True), ("<SitemapFileCachePolicy>", False)
-    for prefix in ("", "sites/www.example.de/", "sites/shop.example.fr:8443/"):
+    for prefix in ("", "sites/www.example.de/", "sites/shop.example.fr/"):
         assert served(f"{prefix}sitemap.xml") == index
         assert served(f"{prefix}sitemap-index-2.xml") == index
         for name in ("sitemap-blog-00000000.xml.gz", "sitemap-blog-00000000.txt", "site-key-0002.txt"):

@@ -358,3 +358,6 @@ def test_a_site_s_notifier_features_need_the_stack_s_and_its_key_is_no_sitemap_n
     with pytest.raises(SiteRefused, match="an IndexNow key needs the stack's IndexNowKey"):
         add_site(quiet, stack.directory, SiteConfig.parse({"origin": DE, "indexnow_key": "site-key-0002"}))
     assert stack.add(DE, indexnow_key="site-key-0002").indexnow_key == "site-key-0002"
+    # and a host with a port would put a ':' in its keys, which the grants' wildcards are not documented to cross
+    with pytest.raises(SiteRefused, match="on a port other than its scheme's default"):
+        stack.add("https://www.example.fr:8443")

@@ -66,6 +66,10 @@ def add_site(stack: Pipeline, directory: SiteDirectory, site: SiteConfig) -> Sit
         site.settings(stack.settings)
     except SiteConfigError as exc:
         raise SiteRefused(str(exc)) from None
+    # Its objects are named sites/<host>/...: a host with a port puts a ':' in the key, and IAM documents its
+    # wildcards to cross a ':' only where '*' ends an ARN segment, which the grants' sites/*/... do not.
+    if ":" in site.host:
+        raise SiteRefused(f"{site.host}: a site on a port other than its scheme's default cannot be added")
     # The notifier's queue, its one-minute wake-up and its grants exist as the stack's parameters ask
     # (template.yaml: HasIndexNow, HasFeed): a site's own IndexNow key or feed needs the stack's on.
     if site.indexnow_key and not stack.settings.indexnow_key:
