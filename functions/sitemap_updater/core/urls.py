@@ -164,10 +164,11 @@ class FilesBase:
         ``/`` dropped); UrlError otherwise."""
         parts = urlsplit(url.strip())
         path = parts.path.rstrip("/")
+        if parts.query or parts.fragment:
+            raise UrlError(f"{url!r}: where sitemap files are served has no query or fragment")
         if not _FILES_PATH.fullmatch(path):
             raise UrlError(f"{url!r}: a path of sitemap files is segments of letters, digits and -._~: only")
-        site = Site.parse(f"{parts.scheme}://{parts.netloc}" if not (parts.query or parts.fragment) else url)
-        return cls(site.base_url + path)
+        return cls(Site.parse(f"{parts.scheme}://{parts.netloc}").base_url + path)
 
     def file_url(self, name: str) -> str:
         """Absolute URL of the file ``name``."""
