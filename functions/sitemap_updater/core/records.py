@@ -107,10 +107,20 @@ def outranks(record: RecordView, current: RecordView, data: bytes) -> bool:
 
 def decode_states(data: bytes) -> Iterator[PageState]:
     """Read back every state in a buffer written by ``encode_state``."""
+    return iter(decode_block(data)[0])
+
+
+def decode_block(data: bytes) -> tuple[list[PageState], list[int]]:
+    """Every state in a buffer written by ``encode_state``, and where each record starts (one offset more: the
+    buffer's end), so a state read here can be written again as the bytes it was read from (``reencode``)."""
     pos, end = 0, len(data)
     unpack = _HEAD.unpack_from
+    new = tuple.__new__  # what a named tuple's own constructor calls, without its frame: twice a state
     sections: dict[bytes, str] = {}
+    states: list[PageState] = []
+    starts: list[int] = []
     while pos < end:
+        starts.append(pos)
         kind, version, occurred, key, moment, news_us, flags, n_url, n_sec, n_body, n_news = unpack(data, pos)
         url_start = pos + HEAD_SIZE
         section_start = url_start + n_url
@@ -120,14 +130,41 @@ def decode_states(data: bytes) -> Iterator[PageState]:
         section = sections.get(raw_section)
         if section is None:
             section = sections[raw_section] = raw_section.decode("utf-8", "surrogatepass")
+        named = bool(flags & FLAG_NAMED)
         if kind == 0:
             news_start = body_start + n_body
             pos = news_start + n_news
             body, news = data[body_start:news_start], data[news_start:pos]
-            entry = Entry(url, key, section, moment, body, news, news_us, flags & ~FLAG_NAMED)
-            yield PageState(url, (version, occurred), entry, None, bool(flags & FLAG_NAMED))
+            entry = new(Entry, (url, key, section, moment, body, news, news_us, flags & ~FLAG_NAMED))
+            states.append(new(PageState, (url, (version, occurred), entry, None, named, "")))
         else:
             pos = body_start
-            yield PageState(
-                url, (version, occurred), None, Tombstone(url, key, section, moment), bool(flags & FLAG_NAMED)
-            )
+            gone = Tombstone(url, key, section, moment)
+            states.append(new(PageState, (url, (version, occurred), None, gone, named, "")))
+    starts.append(pos)
+    return states, starts
+
+
+def reencode(states: list[PageState], read: list[PageState], data: bytes, starts: list[int]) -> bytes:
+    """``encode_state`` of each state, joined. ``read`` are the states ``decode_block`` read from ``data`` (at
+    ``starts``): each of them in ``states`` is written as the bytes it was read from, which are the same, and a
+    run of them in their order as one slice."""
+    at = {id(state): i for i, state in enumerate(read)}  # ``read`` holds each object: no id stands for another
+    out: list[bytes] = []
+    run = -1  # the first record of the run of read states being copied, and ``last`` its last
+    last = -2
+    for state in states:
+        i = at.get(id(state), -1)
+        if i >= 0 and read[i] is state and i == last + 1:
+            last = i
+            continue
+        if run >= 0:
+            out.append(data[starts[run] : starts[last + 1]])
+        if i >= 0 and read[i] is state:
+            run = last = i
+        else:
+            run, last = -1, -2
+            out.append(encode_state(state))
+    if run >= 0:
+        out.append(data[starts[run] : starts[last + 1]])
+    return b"".join(out)

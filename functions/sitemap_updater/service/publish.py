@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from sitemap_updater.core.entry import Entry
 from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.records import encode_state
+from sitemap_updater.core.records import reencode
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import RenderedFile, render_text, render_urlset
 from sitemap_updater.core.sharding import KeyRange, range_lastmod, text_twin
@@ -61,11 +61,13 @@ def publish_files(
     holders: dict[str, PublishedFile],
     stamp: tuple[int, int],
     kept: dict[KeyRange, list[PageState]] | None = None,
+    read: dict[KeyRange, tuple[list[PageState], bytes, list[int]]] | None = None,
 ) -> list[tuple[PublishedFile | None, bool]]:
     """Render each job's file and publish it if its bytes changed: the snapshots of the files rendered go into
     one object, put before any record names them. ``holders``: the record holding each name (updated here when an
     intent is recorded); ``stamp``: the version of the bytes (the rebuild's number) and the moment rendered;
-    ``kept``: the states each file's current snapshot holds, where it was read. Returns, per job, the record to
+    ``kept``: the states each file's current snapshot holds, where it was read, and ``read`` the bytes each of
+    those states was read from (written again as they are). Returns, per job, the record to
     write once every file is put (None: nothing to write) and whether bytes were put."""
     results: list[tuple[PublishedFile | None, bool]] = []
     start, part = 0, 0
@@ -74,7 +76,7 @@ def publish_files(
         while end < len(jobs) and states + len(jobs[end][1]) <= PART_STATES:
             states += len(jobs[end][1])
             end += 1
-        rendered = pipeline.fan_out(lambda job: _render(job, stamp[1], kept or {}), jobs[start:end])
+        rendered = pipeline.fan_out(lambda job: _render(job, stamp[1], kept or {}, read or {}), jobs[start:end])
         blocks = [r.block for r in rendered if r.block is not None]
         refs: list[SnapshotRef] = []
         if blocks:
@@ -91,7 +93,12 @@ def publish_files(
     return results
 
 
-def _render(job: Job, as_of: int, kept: dict[KeyRange, list[PageState]]) -> _Rendered:
+def _render(
+    job: Job,
+    as_of: int,
+    kept: dict[KeyRange, list[PageState]],
+    read: dict[KeyRange, tuple[list[PageState], bytes, list[int]]],
+) -> _Rendered:
     key_range, states, old = job
     entries = [s.entry for s in states if s.entry is not None]
     deleted = sorted((s.key, s.tombstone.deleted_us) for s in states if s.tombstone is not None)
@@ -101,7 +108,8 @@ def _render(job: Job, as_of: int, kept: dict[KeyRange, list[PageState]]) -> _Ren
     if unchanged and kept.get(key_range) == states:
         block = None  # its record names a snapshot of these very states
     else:
-        block = pack_block(snapshot_id(rendered.sha256, key_range), b"".join(encode_state(s) for s in states))
+        decoded, data, starts = read.get(key_range, ([], b"", [0]))
+        block = pack_block(snapshot_id(rendered.sha256, key_range), reencode(states, decoded, data, starts))
     return _Rendered(key_range, entries, rendered, lastmod, old, block)
 
 

@@ -17,7 +17,7 @@ from sitemap_updater.core.freshness import index_wait_seconds
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.messages import DirtyMark, change_records, section_index_request
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.records import decode_states
+from sitemap_updater.core.records import decode_block, decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, text_twin
@@ -92,6 +92,7 @@ class _Section:
         self.snapshots_read = 0
         self._snapshots: dict[str, tuple[str, bytes] | None] = {}  # read ahead, by file name
         self.kept: dict[KeyRange, list[PageState]] = {}  # the states of each snapshot read, as it holds them
+        self.read: dict[KeyRange, tuple[list[PageState], bytes, list[int]]] = {}  # what each was decoded from
         self._asked: set[tuple[int, str]] = set()  # marked pages whose entries were read ahead
         self._entries: dict[tuple[int, str], PageState] = {}  # what that found
 
@@ -145,7 +146,9 @@ class _Section:
         if found is None or found[0] != snapshot_id(published.sha256, published.key_range):
             return None
         key_range = published.key_range
-        states = [s for s in decode_states(found[1]) if key_range.contains(s.key)]  # written in order
+        decoded, starts = decode_block(found[1])
+        self.read[key_range] = (decoded, found[1], starts)
+        states = [s for s in decoded if key_range.contains(s.key)]  # written in order
         if sum(1 for s in states if s.entry is not None) != published.url_count:
             return None  # not the file's pages: read the manifest
         self.snapshots_read += 1
@@ -256,7 +259,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
         jobs.append((key_range, data.states_in(key_range), old))
     # The files are rendered at once, their snapshots put in one object, then each file's intent record and
     # bytes put at once, each waiting on its S3 and DynamoDB round trips.
-    rendered = publish_files(pipeline, section, jobs, holders, (version, as_of), data.kept)
+    rendered = publish_files(pipeline, section, jobs, holders, (version, as_of), data.kept, data.read)
     fresh: list[PublishedFile] = []
     for (key_range, _, _), (record, put) in zip(jobs, rendered, strict=True):
         if put:
