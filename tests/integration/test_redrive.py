@@ -121,7 +121,7 @@ def test_a_throttled_event_is_redriven_and_published_while_a_rejected_one_stays_
     # And the rejected event is still in the dead-letter queue, with its reason
     left = _messages(run, "IngestDeadLetterQueue")
     assert [json.loads(m["Body"])["url"] for m in left] == [foreign["url"]]
-    assert "not the site's host" in _reason(left[0])
+    assert "host 'evil.example.net' is not a site of this stack" in _reason(left[0])
 
 
 def test_a_dead_lettered_rebuild_stays_unpublished_until_redriven_in_its_group_under_its_deduplication_id(

@@ -40,7 +40,7 @@ def event_host(body: str) -> str | None:
             return None
         parts = urlsplit(url.strip())
         return Site.parse(f"{parts.scheme}://{parts.netloc}").netloc
-    except (ValueError, UrlError):
+    except (ValueError, UrlError, RecursionError):  # nested past the parser's depth: the ingest names the body
         return None
 
 
