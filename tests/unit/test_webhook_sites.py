@@ -194,3 +194,11 @@ def test_a_bad_sites_section_is_refused_when_the_file_is_read_naming_the_field(
         {"default": FR} if "default" in sites else {}
     )
     assert WebhookMapping.model_validate({"types": TYPES, "sites": fixed}).sites is not None
+
+
+def test_a_ghost_unpublish_without_its_url_withdraws_the_page_on_the_site_it_was_published_on() -> None:
+    endpoint = Endpoint({"by": "field:url", "key": "host", "origins": {"www.example.de": DE}})
+    endpoint.post("ghost/publish", post__current__url="https://www.example.de/blog/ghost-published/")
+    endpoint.queue.take()
+    reply = endpoint.post("ghost/unpublish")
+    assert (reply.status, endpoint.queue.take()) == (202, [("delete", f"{DE}/blog/ghost-published")])
