@@ -151,7 +151,14 @@ def _parser() -> argparse.ArgumentParser:
             "accepted, too many rejected, or a limit cannot be met); 2 the input cannot be read."
         ),
     )
-    b.add_argument("--site", required=True, type=_site, help="canonical scheme and host, e.g. https://www.example.com")
+    b.add_argument(
+        "--site",
+        required=True,
+        type=_site,
+        action="append",
+        help="canonical scheme and host, e.g. https://www.example.com; once per site to build several sites from one "
+        "export (each line to the site of its URL's host; the first in DIR, the others in DIR/sites/<host>/)",
+    )
     b.add_argument(
         "--events", required=True, type=Path, metavar="PAGES.jsonl", help="page events, one per line (- for stdin)"
     )
