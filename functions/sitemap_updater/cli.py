@@ -215,7 +215,12 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     loc.add_argument(
-        "--site", type=_site, help="canonical scheme and host, e.g. https://www.example.com (required without --stack)"
+        "--site",
+        type=_site,
+        action="append",
+        help="canonical scheme and host, e.g. https://www.example.com (required without --stack); once per site: "
+        "the first is the stack's SiteUrl, each other is added as `sites add` does, its files copied to "
+        "DIR/sites/<host>/",
     )
     loc.add_argument(
         "--events",
