@@ -299,6 +299,12 @@ def _parser() -> argparse.ArgumentParser:
         "--sitemap", metavar="URL_OR_FILE", help="an existing sitemap, sitemap index or text sitemap to adopt"
     )
     stack_option(imp, "the deployed stack to import into (the name given to sam deploy)")
+    imp.add_argument(
+        "--site",
+        metavar="ORIGIN",
+        help="the site the export loads: the stack's own (default) or one added with `sites add` "
+        "(https://www.example.de); lines of other hosts are rejected, naming the host",
+    )
     imp.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
     _adopt_options(imp)
     from sitemap_updater.cli_redrive import add_parser as add_redrive
