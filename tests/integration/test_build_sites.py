@@ -97,22 +97,3 @@ def test_a_host_given_twice_is_a_usage_error(tmp_path: Path, capsys: pytest.Capt
     events, _ = export(tmp_path)
     assert build(events, tmp_path / "out", DE, "https://WWW.example.de") == 2
     assert "--site names a host twice" in capsys.readouterr().err
-
-
-def test_local_with_several_sites_copies_out_the_trees_build_writes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # Given one export over two sites
-    lines = SAMPLE.read_text(encoding="utf-8").splitlines()
-    events = tmp_path / "two.jsonl"
-    events.write_text("\n".join(ln.replace(BASE, DE) if i % 2 else ln for i, ln in enumerate(lines)) + "\n", "utf-8")
-    sites = ["--site", BASE, "--site", DE]
-    # When the local stack runs it (the second site added as `sites add` does), and build builds it
-    assert main(["local", *sites, "--events", str(events), "--out", str(tmp_path / "local")]) == 0
-    assert "site www.example.de added" in capsys.readouterr().out
-    assert main(["build", *sites, "--events", str(events), "--out", str(tmp_path / "build"), "--quiet"]) == 0  # now
-    # Then both copy out the same trees, each site's in the bucket's layout (their records of what they wrote aside)
-    local = {k: v for k, v in tree(tmp_path / "local").items() if ".sitemap-updater" not in k and "indexnow" not in k}
-    built = {k: v for k, v in tree(tmp_path / "build").items() if ".sitemap-updater" not in k}
-    assert local == built
-    assert "sites/www.example.de/sitemap.xml" in local and "sitemap.xml" in local
