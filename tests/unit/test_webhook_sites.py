@@ -99,7 +99,7 @@ def test_contentful_spaces_each_a_site_and_the_same_entry_id_in_two_spaces_is_tw
         ("storyblok/publish", {"by": "payload:space_id", "origins": {"1000001": FR}}, {}, f"{FR}/pricing"),
         (
             "sanity/publish",
-            {"by": "field:dataset", "origins": {"prod-de": DE}},
+            {"by": "payload:dataset", "origins": {"prod-de": DE}},
             {"dataset": "prod-de"},
             f"{DE}/news/launch-notes",
         ),
