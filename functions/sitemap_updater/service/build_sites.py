@@ -10,12 +10,12 @@ with today's reason; a line of a host no ``--site`` names is rejected here, nami
 from __future__ import annotations
 
 import json
+import re
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from sitemap_updater.core.event_rules import oversized_body
 from sitemap_updater.core.lines import LongLine, export_lines
@@ -25,6 +25,8 @@ from sitemap_updater.service.build import Rejection
 from sitemap_updater.service.build_input import LONG_LINE
 
 _READ = 1 << 20
+_ORIGIN = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]*)")  # a URL's scheme and authority, as written
+_URL = re.compile(rb'"url"\s*:\s*"\s*([A-Za-z][A-Za-z0-9+.-]*://[\x21-\x7e]*?)(?=[/?#"\\\s]|$)')
 _HOSTS_KEPT = 10_000  # distinct hosts whose canonical form is remembered while splitting
 
 
@@ -61,7 +63,7 @@ def split_by_site(source: Path, sites: Sequence[Site], folder: Path) -> Split:
     listed = ", ".join(site.netloc for site in sites)
     split = Split(parts, [])
     canonical: dict[str, str | None] = {}
-    handles = [part.path.open("wb") for part in parts]
+    handles = {id(part): part.path.open("wb") for part in parts}
     try:
         for number, line in export_lines(_chunks(source), LONG_LINE):
             split.lines = number
@@ -74,10 +76,10 @@ def split_by_site(source: Path, sites: Sequence[Site], folder: Path) -> Split:
                 reason = f"url: host {host!r} is not one of the sites given with --site ({listed})"
                 split.rejections.append(Rejection(number, reason))
                 continue
-            handles[parts.index(part)].write(line + b"\n")
+            handles[id(part)].write(line + b"\n")
             part.numbers.append(number)
     finally:
-        for handle in handles:
+        for handle in handles.values():
             handle.close()
     return split
 
@@ -90,6 +92,34 @@ def _chunks(source: Path) -> Iterator[bytes]:
 
 def _host(line: bytes, canonical: dict[str, str | None]) -> str | None:
     """The canonical host (and port) of the line's event URL, or None when it has none that can be read."""
+    origin = _plain_origin(line)
+    if origin is None:
+        origin = _decoded_origin(line)
+    if origin is None:
+        return None
+    if origin not in canonical:
+        if len(canonical) >= _HOSTS_KEPT:
+            canonical.clear()
+        try:
+            canonical[origin] = Site.parse(origin).netloc
+        except UrlError:
+            canonical[origin] = None
+    return canonical[origin]
+
+
+def _plain_origin(line: bytes) -> str | None:
+    """The origin of a plain event's URL read from its bytes without decoding the JSON: only when ``"url"`` occurs
+    once (a key of a nested object, or twice, takes the JSON path), no envelope is named, and the origin is
+    written out whole (ended by ``/``, ``?``, ``#`` or the string's end, not an escape)."""
+    if line.count(b'"url"') != 1 or b'"detail-type"' in line or b'"Notification"' in line:
+        return None
+    found = _URL.search(line)
+    if found is None or line[found.end() : found.end() + 1] not in (b"/", b"?", b"#", b'"'):
+        return None
+    return found.group(1).decode("ascii")
+
+
+def _decoded_origin(line: bytes) -> str | None:
     try:
         data: Any = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
         for _ in range(3):  # EventBridge's detail, SNS's Message: as the ingest unwraps them
@@ -102,18 +132,5 @@ def _host(line: bytes, canonical: dict[str, str | None]) -> str | None:
     except (ValueError, RecursionError):
         return None
     url = data.get("url") if isinstance(data, dict) else None
-    if not isinstance(url, str):
-        return None
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return None
-    origin = f"{parts.scheme.lower()}://{parts.netloc}"
-    if origin not in canonical:
-        if len(canonical) >= _HOSTS_KEPT:
-            canonical.clear()
-        try:
-            canonical[origin] = Site.parse(origin).netloc
-        except UrlError:
-            canonical[origin] = None
-    return canonical[origin]
+    found = _ORIGIN.match(url) if isinstance(url, str) else None
+    return None if found is None else found.group(1)
