@@ -67,6 +67,17 @@ def _site(value: str) -> Site:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+class _EverySite(argparse.Action):
+    """``--site``, once or more: ``site`` is the first, ``sites`` every one in order (``build`` and ``local``)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        sites = [*(getattr(namespace, "sites", None) or []), values]
+        namespace.sites = sites
+        setattr(namespace, self.dest, sites[0])
+
+
 def _sections(value: str) -> str:
     try:
         parse_sections(value)
@@ -155,7 +166,7 @@ def _parser() -> argparse.ArgumentParser:
         "--site",
         required=True,
         type=_site,
-        action="append",
+        action=_EverySite,
         help="canonical scheme and host, e.g. https://www.example.com; once per site to build several sites from one "
         "export (each line to the site of its URL's host; the first in DIR, the others in DIR/sites/<host>/)",
     )
@@ -217,7 +228,7 @@ def _parser() -> argparse.ArgumentParser:
     loc.add_argument(
         "--site",
         type=_site,
-        action="append",
+        action=_EverySite,
         help="canonical scheme and host, e.g. https://www.example.com (required without --stack); once per site: "
         "the first is the stack's SiteUrl, each other is added as `sites add` does, its files copied to "
         "DIR/sites/<host>/",

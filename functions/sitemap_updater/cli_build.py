@@ -49,7 +49,7 @@ def run_build(args: argparse.Namespace) -> int:
         return _usage(f"cannot read {events}: it is a folder; --events takes a file of page events, one per line")
     if out.exists() and not out.is_dir():
         return _usage(f"--out {out} is a file; it must name a folder (created if missing)")
-    sites: list[Site] = args.site
+    sites: list[Site] = getattr(args, "sites", None) or [args.site]
     if len({site.netloc for site in sites}) < len(sites):
         return _usage("--site names a host twice; give each site once")
     # What is alive now (the modules, mostly) lives until the process exits: the collector leaves it alone from
@@ -63,7 +63,6 @@ def run_build(args: argparse.Namespace) -> int:
                 from sitemap_updater.cli_build_sites import build_sites
 
                 return build_sites(source, input_name(events), args, progress)
-            args.site = sites[0]
             result = _build(source, input_name(events), args, progress)
     except (KeyboardInterrupt, Terminated) as stop:
         progress.close()

@@ -26,11 +26,11 @@ _SPLIT = "sitemap-updater-sites-"  # the folder, in the system's temporary folde
 
 def build_sites(source: Path, name: str, args: argparse.Namespace, progress: _Progress) -> int:
     """Split the export by site, then build each site from its lines; 0 when every site was built."""
-    first = args.site[0]
+    first = args.sites[0]
     temporary = Path(tempfile.gettempdir())
     sweep(temporary, _SPLIT)
     with scratch_folder(temporary, _SPLIT) as folder:
-        split = split_by_site(source, args.site, folder)
+        split = split_by_site(source, args.sites, folder)
         kept = sum(len(part.numbers) for part in split.sites)
         report = BuildResult(lines=split.lines, rejections=list(split.rejections))
         reason = refusal(kept, len(split.rejections), args.max_rejected_share)

@@ -22,11 +22,11 @@ def run_local(args: argparse.Namespace) -> int:
     from sitemap_updater.local.webhooks import sample_files, webhook_wave
     from sitemap_updater.wiring.deployed import StackError
 
-    sites = args.site or []
+    sites = getattr(args, "sites", None) or []
     if len({site.netloc for site in sites}) < len(sites):
         print("sitemap-updater: --site names a host twice; give each site once", file=sys.stderr)
         return EXIT_USAGE
-    args.site, added = (sites[0], sites[1:]) if sites else (None, [])
+    added = sites[1:]
     if not args.events and not args.webhooks and args.import_events is None and args.adopt is None:
         print("sitemap-updater: local needs --events, --webhooks, --import or --adopt", file=sys.stderr)
         return EXIT_USAGE
