@@ -67,6 +67,17 @@ def _site(value: str) -> Site:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+class _EverySite(argparse.Action):
+    """``--site``, once or more: ``site`` is the first, ``sites`` every one in order (``build`` and ``local``)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        sites = [*(getattr(namespace, "sites", None) or []), values]
+        namespace.sites = sites
+        setattr(namespace, self.dest, sites[0])
+
+
 def _sections(value: str) -> str:
     try:
         parse_sections(value)
@@ -151,7 +162,14 @@ def _parser() -> argparse.ArgumentParser:
             "accepted, too many rejected, or a limit cannot be met); 2 the input cannot be read."
         ),
     )
-    b.add_argument("--site", required=True, type=_site, help="canonical scheme and host, e.g. https://www.example.com")
+    b.add_argument(
+        "--site",
+        required=True,
+        type=_site,
+        action=_EverySite,
+        help="canonical scheme and host, e.g. https://www.example.com; once per site to build several sites from one "
+        "export (each line to the site of its URL's host; the first in DIR, the others in DIR/sites/<host>/)",
+    )
     b.add_argument(
         "--events", required=True, type=Path, metavar="PAGES.jsonl", help="page events, one per line (- for stdin)"
     )
@@ -208,7 +226,12 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     loc.add_argument(
-        "--site", type=_site, help="canonical scheme and host, e.g. https://www.example.com (required without --stack)"
+        "--site",
+        type=_site,
+        action=_EverySite,
+        help="canonical scheme and host, e.g. https://www.example.com (required without --stack); once per site: "
+        "the first is the stack's SiteUrl, each other is added as `sites add` does, its files copied to "
+        "DIR/sites/<host>/",
     )
     loc.add_argument(
         "--events",
@@ -287,6 +310,12 @@ def _parser() -> argparse.ArgumentParser:
         "--sitemap", metavar="URL_OR_FILE", help="an existing sitemap, sitemap index or text sitemap to adopt"
     )
     stack_option(imp, "the deployed stack to import into (the name given to sam deploy)")
+    imp.add_argument(
+        "--site",
+        metavar="ORIGIN",
+        help="the site the export loads: the stack's own (default) or one added with `sites add` "
+        "(https://www.example.de); lines of other hosts are rejected, naming the host",
+    )
     imp.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
     _adopt_options(imp)
     from sitemap_updater.cli_redrive import add_parser as add_redrive

@@ -25,7 +25,7 @@ from sitemap_updater.core.errors import LimitExceeded
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME, Limits
 from sitemap_updater.core.terminal import shown
-from sitemap_updater.core.urls import foreign_host, parse_sections
+from sitemap_updater.core.urls import Site, foreign_host, parse_sections
 from sitemap_updater.service.build import BuildRefused, BuildResult, build
 from sitemap_updater.service.scratch import scratch_folder, sweep
 
@@ -49,6 +49,9 @@ def run_build(args: argparse.Namespace) -> int:
         return _usage(f"cannot read {events}: it is a folder; --events takes a file of page events, one per line")
     if out.exists() and not out.is_dir():
         return _usage(f"--out {out} is a file; it must name a folder (created if missing)")
+    sites: list[Site] = getattr(args, "sites", None) or [args.site]
+    if len({site.netloc for site in sites}) < len(sites):
+        return _usage("--site names a host twice; give each site once")
     # What is alive now (the modules, mostly) lives until the process exits: the collector leaves it alone from
     # here, in this process and in the forked workers (whose pages stay shared), and at exit (about 15 ms less).
     gc.freeze()
@@ -56,11 +59,16 @@ def run_build(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         with _terminate_raises(), _spooled(events) as source:
+            if len(sites) > 1:
+                from sitemap_updater.cli_build_sites import build_sites
+
+                return build_sites(source, input_name(events), args, progress)
             result = _build(source, input_name(events), args, progress)
     except (KeyboardInterrupt, Terminated) as stop:
         progress.close()
         how = "interrupted" if isinstance(stop, KeyboardInterrupt) else "terminated"
-        print(f"sitemap-updater: {how}: nothing written, {out} left as it was", file=sys.stderr)
+        left = f"nothing written, {out} left as it was" if len(sites) == 1 else "the site being built left as it was"
+        print(f"sitemap-updater: {how}: {left}", file=sys.stderr)
         return EXIT_INTERRUPTED if isinstance(stop, KeyboardInterrupt) else EXIT_TERMINATED
     except OSError as exc:
         progress.close()

@@ -22,6 +22,7 @@ _KEEP = 1 << 20  # bytes of a line held at most: a longer one is rejected by its
 if TYPE_CHECKING:
     from sitemap_updater.local.runner import LocalRun
     from sitemap_updater.service.bulk_import import ImportResult
+    from sitemap_updater.service.pipeline import Pipeline
 
 
 class _AdoptProgress:
@@ -175,6 +176,10 @@ def run_import(args: argparse.Namespace) -> int:
         )
     pipeline = connect_pipeline(settings, make_client, args.endpoint_url)
     try:
+        if args.site:
+            pipeline = chosen_site(pipeline, args.site)
+            tree = "the bucket's root" if pipeline.site.netloc == settings.site.netloc else "sites/<host>/"
+            print(f"site {pipeline.site.netloc}: its files under {tree.replace('<host>', pipeline.site.netloc)}")
         check_first_import(pipeline)  # before reading anything
     except ImportRefused as exc:
         print(f"sitemap-updater: {exc}", file=sys.stderr)
@@ -182,6 +187,27 @@ def run_import(args: argparse.Namespace) -> int:
     if args.sitemap is not None:
         return _import_adopted(args.sitemap, pipeline.site, args, lambda bodies: import_events(bodies, pipeline))[0]
     return _import_export(args.events, lambda export: import_events(export, pipeline))[0]
+
+
+def chosen_site(stack: Pipeline, origin: str) -> Pipeline:
+    """The pipeline of the site ``origin`` names: the stack's own, or an active site added at run time;
+    ImportRefused otherwise."""
+    from sitemap_updater.core.urls import UrlError
+    from sitemap_updater.sites import ACTIVE
+    from sitemap_updater.wiring.sites import site_pipeline
+
+    try:
+        host = Site.parse(origin).netloc
+    except UrlError as exc:
+        raise ImportRefused(f"--site: {exc}") from None
+    if host == stack.site.netloc:
+        return stack
+    found = stack.directory.get_site(host) if stack.directory is not None else None
+    if found is None or found.state != ACTIVE:
+        raise ImportRefused(
+            f"--site: {host} is no active site of this stack: add it first (`sitemap-updater sites add {origin}`)"
+        )
+    return site_pipeline(stack, found)
 
 
 def _imported(

@@ -11,6 +11,7 @@ from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIN, input_n
 from sitemap_updater.core.terminal import shown
 
 if TYPE_CHECKING:
+    from sitemap_updater.core.urls import Site
     from sitemap_updater.local.runner import LocalRun
 
 
@@ -21,6 +22,11 @@ def run_local(args: argparse.Namespace) -> int:
     from sitemap_updater.local.webhooks import sample_files, webhook_wave
     from sitemap_updater.wiring.deployed import StackError
 
+    sites = getattr(args, "sites", None) or []
+    if len({site.netloc for site in sites}) < len(sites):
+        print("sitemap-updater: --site names a host twice; give each site once", file=sys.stderr)
+        return EXIT_USAGE
+    added = sites[1:]
     if not args.events and not args.webhooks and args.import_events is None and args.adopt is None:
         print("sitemap-updater: local needs --events, --webhooks, --import or --adopt", file=sys.stderr)
         return EXIT_USAGE
@@ -45,6 +51,12 @@ def run_local(args: argparse.Namespace) -> int:
     try:
         run = _local_run(args)
     except (StackError, _Refused) as exc:
+        print(f"sitemap-updater: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        _add_sites(run, added, args)
+    except ValueError as exc:  # SiteRefused, SiteConfigError
+        run.close()
         print(f"sitemap-updater: {exc}", file=sys.stderr)
         return EXIT_USAGE
     reports = []
@@ -139,6 +151,20 @@ def _local_run(args: argparse.Namespace) -> LocalRun:
         parameters=shape,
         existing=True,
     )
+
+
+def _add_sites(run: LocalRun, sites: list[Site], args: argparse.Namespace) -> None:
+    """Each further --site added to the local stack as `sites add` adds it (served on its own host), with the
+    run's sections and text sitemaps; its events are routed to it by their URL's host."""
+    from sitemap_updater.service.sites import add_site
+    from sitemap_updater.sites import SiteConfig
+
+    directory = run.pipeline.directory
+    assert directory is not None  # connect_pipeline always gives one
+    for site in sites:
+        fields = {"origin": site.base_url, "sections": args.sections or "", "text_sitemaps": bool(args.text_sitemaps)}
+        added = add_site(run.pipeline, directory, SiteConfig.parse(fields))
+        print(f"site {added.host} added: its files under sites/{added.host}/")
 
 
 def _wave_summary(source: str, report: dict[str, object]) -> str:

@@ -135,7 +135,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if progress is not None:
         print(file=sys.stderr)
     if pipeline is not None:
-        _compare_stack(pipeline, result)
+        _compare_stack(pipeline, result, site if args.site else None)
     print(json.dumps(result.as_dict(), indent=2) if args.json else report(result))
     if result.unfinished:
         return EXIT_UNFINISHED
@@ -159,24 +159,41 @@ def _stack_pipeline(stack: str | None, endpoint_url: str | None) -> Pipeline | N
     return connect_pipeline(settings, make_client, endpoint_url)
 
 
-def _compare_stack(pipeline: Pipeline, result: Verification) -> None:
-    """Add the stack's comparison to ``result``; when AWS fails midway (a table or bucket gone, access denied, no
+def _compare_stack(pipeline: Pipeline, result: Verification, only: Site | None) -> None:
+    """Add the comparison of each site's tree to ``result`` (the stack's own, then each active site added at run
+    time, by host; ``only``: that site's alone); when AWS fails midway (a table or bucket gone, access denied, no
     connection), the check is unfinished with AWS's reason instead of a traceback."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from sitemap_updater.core.site_keys import object_prefix
+    from sitemap_updater.sites import ACTIVE
+    from sitemap_updater.wiring.sites import site_pipeline
+
+    bucket = f"s3://{pipeline.settings.bucket_name}"
     try:
-        result.files.append(_stack_check(pipeline))
+        trees = [(pipeline, bucket)]
+        if pipeline.directory is not None:
+            for site in sorted(pipeline.directory.list_sites(), key=lambda found: found.host):
+                if site.state == ACTIVE:
+                    trees.append((site_pipeline(pipeline, site), f"{bucket}/{object_prefix(site.host)}"))
+        if only is not None:
+            trees = [tree for tree in trees if tree[0].site.netloc == only.netloc]
+            if not trees:
+                result.unfinished = f"{only.netloc} is no active site of the stack (`sitemap-updater sites list`)"
+                return
+        for tree, where in trees:
+            result.files.append(_stack_check(tree, where))
     except (ClientError, BotoCoreError) as exc:
         result.unfinished = f"the stack's published tree could not be compared with its manifests: {exc}"
 
 
-def _stack_check(pipeline: Pipeline) -> FileCheck:
-    """The published tree against the manifests, as reconciliation sees it (nothing repaired)."""
+def _stack_check(pipeline: Pipeline, where: str) -> FileCheck:
+    """One site's published tree (``where``) against its manifests, as reconciliation sees it (nothing repaired)."""
     from sitemap_updater.service.reconcile import reconcile
     from sitemap_updater.service.verify import FileCheck
 
     found = reconcile(pipeline, budget=10**9, repair=False)
-    check = FileCheck(f"s3://{pipeline.settings.bucket_name}", "stack", entries=len(found.checked))
+    check = FileCheck(where, "stack", entries=len(found.checked))
     check.problems += [f"{name}: missing, though its record says it is published" for name in found.missing]
     check.problems += [
         f"{name}: holds other bytes than its record says (changed out of band)" for name in found.changed

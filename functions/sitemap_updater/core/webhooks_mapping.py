@@ -16,6 +16,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sitemap_updater.core.webhooks_payloads import Document, Variant
+from sitemap_updater.core.webhooks_sites import SiteSelector, SiteUnmatched
 
 _PLACEHOLDER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")
 _PATH_SAFE = "/-._~!$&'()*+,;=:@"
@@ -23,6 +24,10 @@ _PATH_SAFE = "/-._~!$&'()*+,;=:@"
 
 class Unmapped(ValueError):
     """The mapping cannot place this document: a 400 with the reason, nothing enqueued."""
+
+
+class NoSite(Unmapped, SiteUnmatched):
+    """No site of the mapping's ``sites`` matches the document (its reason names the value looked at)."""
 
 
 class _Strict(BaseModel):
@@ -80,6 +85,7 @@ class WebhookMapping(_Strict):
     types: Annotated[dict[str, TypeMap], Field(min_length=1)]
     locales: dict[str, LocaleMap] = Field(default_factory=dict)
     media_base: Annotated[str, Field(pattern=r"^https?://[^/?#]+(/[^?#]*)?$")] | None = None
+    sites: SiteSelector | None = None  # one endpoint for several sites: the origin of each document's pages
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,10 @@ def map_document(document: Document, mapping: WebhookMapping, base_url: str, rec
         raise Unmapped(f"content type {document.content_type!r} is not in the mapping (it has: {known})")
     variants = _variants(document, mapping, kind)
     warnings: list[str] = []
-    urls = {v.locale: base_url + _prefix(mapping, v.locale) + _render(kind.url, v, document) for v in variants}
+    urls = {
+        v.locale: _origin(document, v, mapping, base_url) + _prefix(mapping, v.locale) + _render(kind.url, v, document)
+        for v in variants
+    }
     alternates = (
         [{"hreflang": mapping.locales[loc].hreflang, "href": url} for loc, url in urls.items() if loc is not None]
         if mapping.locales and len(urls) > 1
@@ -164,6 +173,15 @@ def _variants(document: Document, mapping: WebhookMapping, kind: TypeMap) -> lis
         found = ", ".join(str(v.locale) for v in variants)
         raise Unmapped(f"locale {found} is not in the mapping's locales ({', '.join(mapping.locales)})")
     return chosen
+
+
+def _origin(document: Document, variant: Variant, mapping: WebhookMapping, base_url: str) -> str:
+    if mapping.sites is None:
+        return base_url
+    try:
+        return mapping.sites.origin(variant.locale, variant.fields, document.payload)
+    except SiteUnmatched as exc:
+        raise NoSite(str(exc)) from None
 
 
 def _prefix(mapping: WebhookMapping, locale: str | None) -> str:

@@ -7,7 +7,7 @@ updated-at and revision counter. Nothing is fetched and nothing is guessed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from sitemap_updater.core.webhooks_signatures import Cms
@@ -37,6 +37,7 @@ class Document:
     # A change to a published document only (Storyblok's moved, sent for drafts too): ignored unless the endpoint
     # remembers URLs of the document, so that a draft's new place is never published.
     needs_published: bool = False
+    payload: Mapping[str, Any] = field(default_factory=dict)  # the body as sent: a site may be chosen by a value of it
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def read_document(cms: Cms, headers: Mapping[str, str], data: Any) -> Document |
     """Read a decoded JSON payload (``headers`` lower-cased) into a Document, or say why it is ignored."""
     if not isinstance(data, dict):
         raise PayloadError("the body must be a JSON object")
-    return _READERS[cms](headers, data)
+    found = _READERS[cms](headers, data)
+    return replace(found, payload=data) if isinstance(found, Document) else found
 
 
 def _text(data: Mapping[str, Any], key: str, where: str) -> str:

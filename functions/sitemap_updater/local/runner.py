@@ -30,6 +30,7 @@ from typing import Any
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.events import body_too_large, parse_event
 from sitemap_updater.core.lines import LongLine
+from sitemap_updater.core.site_keys import object_prefix
 from sitemap_updater.local import moto_speedups
 from sitemap_updater.local.copy_out import copy_out
 from sitemap_updater.local.iam import Enforcer
@@ -37,6 +38,7 @@ from sitemap_updater.local.inputs import SQS_MAX_MESSAGE_BYTES, Body, carried, e
 from sitemap_updater.local.packaged import packaged_file
 from sitemap_updater.local.stack import REGION, EventSource, LocalStack, attach_stack, create_stack, session
 from sitemap_updater.local.visibility import Redelivery, VirtualClock, Visibility
+from sitemap_updater.ports import Bucket
 from sitemap_updater.service.bulk_import import ImportResult, import_events
 from sitemap_updater.service.index import IndexRebuild
 from sitemap_updater.service.ingest import IngestResult, Rejected
@@ -44,6 +46,7 @@ from sitemap_updater.service.notify import NotifyResult
 from sitemap_updater.service.rebuild import SectionRebuild
 from sitemap_updater.settings import Settings
 from sitemap_updater.wiring.pipeline import connect_pipeline, use_pipeline
+from sitemap_updater.wiring.sites import site_pipeline
 
 TEMPLATE = packaged_file("template.yaml")  # the checkout's template.yaml, or the copy an installed wheel carries
 _MAX_ROUNDS = 10_000
@@ -363,14 +366,18 @@ class LocalRun:
     def published(self, everything: bool = False) -> dict[str, bytes]:
         """The sitemap files and index in the bucket, by name (``everything``: the IndexNow key file too); what a
         crawler can read, so not the rebuilds' snapshots."""
-        bucket = self.pipeline.bucket
-        served = (".xml", ".xml.gz", ".txt") if everything else (".xml", ".xml.gz")
-        found = {name: bucket.read(name) for name in bucket.names() if name.endswith(served) and "/" not in name}
-        return {name: data for name, data in found.items() if data is not None}
+        return published_files(self.pipeline.bucket, everything)
 
     def download(self, out_dir: Path) -> list[str]:
-        """Copy the bucket into ``out_dir`` (``local.copy_out``); returns the names written."""
-        return copy_out(self.published(everything=True), out_dir)
+        """Copy the bucket into ``out_dir`` (``local.copy_out``): the stack's own site's files, then each added
+        site's into ``out_dir/sites/<host>/`` as the bucket holds them; returns the names written."""
+        names = copy_out(self.published(everything=True), out_dir)
+        directory = self.pipeline.directory
+        for site in directory.list_sites() if directory is not None else []:
+            prefix = object_prefix(site.host)
+            files = published_files(site_pipeline(self.pipeline, site).bucket, everything=True)
+            names += [prefix + name for name in copy_out(files, out_dir / prefix)]
+        return names
 
     def resources(self) -> dict[str, str]:
         """The physical name (URL, ID) of every resource created, by logical ID."""
@@ -410,3 +417,10 @@ def _sqs_record(message: Any, arn: str) -> dict[str, Any]:
         "eventSourceARN": arn,
         "awsRegion": REGION,
     }
+
+
+def published_files(bucket: Bucket, everything: bool = False) -> dict[str, bytes]:
+    """A site's served files in ``bucket`` (its view of the bucket), by name: not what it keeps under ``_state/``."""
+    served = (".xml", ".xml.gz", ".txt") if everything else (".xml", ".xml.gz")
+    found = {name: bucket.read(name) for name in bucket.names() if name.endswith(served) and "/" not in name}
+    return {name: data for name, data in found.items() if data is not None}

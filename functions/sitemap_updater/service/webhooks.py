@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from sitemap_updater.core.errors import EventRejected
 from sitemap_updater.core.event_rules import FUTURE_SKEW_SECONDS, Horizon
@@ -95,7 +96,7 @@ class WebhookReceiver:
             events, warnings = found
             horizon = Horizon(request.received_ms * 1000, self.clock_skew_s)
             for event in events:  # the ingest's own validation, so that the CMS hears of a bad event
-                parse_event(json.dumps(event), self.site, horizon)
+                parse_event(json.dumps(event), self._site_of(str(event["url"])), horizon)
         except (ValueError, RecursionError) as exc:  # JSON, PayloadError, Unmapped, EventRejected
             reason = _reason(exc)
             return Reply(400, {"error": reason}, {**log, "reason": reason})
@@ -110,7 +111,7 @@ class WebhookReceiver:
             self._send(events)
             if self.documents is not None:
                 live = [u for e, u in zip(events, urls, strict=True) if e["type"] == "upsert"]
-                self.documents.remember(cms, document.id, live, document_order(document, received_at))
+                self.documents.remember(cms, self._doc_id(document), live, document_order(document, received_at))
         except Exception as exc:  # any failure to enqueue: the CMS must retry
             return Reply(503, {"error": "the events could not be queued; retry"}, {**log, "reason": repr(exc)})
         return Reply(202, {"accepted": len(urls), "urls": urls, "warnings": list(warnings)}, log)
@@ -121,14 +122,15 @@ class WebhookReceiver:
         """The document's events, plus deletes for the URLs it had and no longer has (remembered ones); Ignored
         when there is nothing published to change: a delete of a document with no URL left (Contentful deletes
         only what was unpublished first, Storyblok deletes drafts too), or a move of one never published."""
-        if document.needs_published and (self.documents is None or not self.documents.recall(cms, document.id)):
+        doc_id = self._doc_id(document)
+        if document.needs_published and (self.documents is None or not self.documents.recall(cms, doc_id)):
             return Ignored(f"{cms} document {document.id} is not published (no URL is remembered): a draft's move")
         try:
             mapped = map_document(document, self.mapping, self.site.base_url, received_at)
         except Unmapped as exc:
             if self.documents is None or document.action != "delete":
                 raise
-            known = self.documents.recall(cms, document.id)
+            known = self.documents.recall(cms, doc_id)
             if not known:
                 return Ignored(
                     f"nothing to remove: no URL is remembered for {cms} document {document.id} (withdrawn already, "
@@ -138,9 +140,24 @@ class WebhookReceiver:
         events = list(mapped.events)
         if self.documents is not None:
             now = {str(e["url"]) for e in events}
-            gone = [u for u in self.documents.recall(cms, document.id) if u not in now]
+            gone = [u for u in self.documents.recall(cms, doc_id) if u not in now]
             events += withdrawn(document, gone, self.mapping, received_at)
         return events, list(mapped.warnings)
+
+    def _doc_id(self, document: Document) -> str:
+        """The id the document's URLs are remembered by: with sites chosen by a value of the body (a space, a
+        dataset), that value and the id, as two spaces may hold documents of the same id (a copied dataset)."""
+        sites = self.mapping.sites
+        scope = sites.value(None, {}, document.payload) if sites is not None and sites.scopes_documents else None
+        return document.id if scope is None else f"{scope}/{document.id}"
+
+    def _site_of(self, url: str) -> Site:
+        """The site an event's URL is checked against: the stack's own, or the origin the mapping chose."""
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin == self.site.base_url or self.mapping.sites is None:
+            return self.site
+        return Site.parse(origin, self.site.session_params)
 
     def _send(self, events: Sequence[dict[str, Any]]) -> None:
         for event in events:
