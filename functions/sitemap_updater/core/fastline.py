@@ -148,7 +148,7 @@ class LineParser:
             if (
                 found is not None
                 and ("%" not in url or loose_escape(url) is None)
-                and (found[2] is None or not wide or not has_session_id(found[2]))  # _plain's query holds no session ID
+                and (not wide or found[2] is None or not has_session_id(found[2]))  # _plain's query holds no session ID
             ):
                 segment = found[1]
                 if wide:

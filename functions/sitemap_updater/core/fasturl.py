@@ -91,6 +91,20 @@ def encode_above_ascii(text: str) -> str:
     return coded.replace("=", "%")
 
 
+_HEX = "0123456789ABCDEFabcdef"
+# Every percent escape, in either case, as the rules write it (by their own function: the character where it is
+# unreserved, else upper-case hex); a path or query of clean characters and escapes is rewritten by looking each up.
+_ESCAPES = {e: _percent_encode(e, _PATH_SAFE) for e in (f"%{a}{b}" for a in _HEX for b in _HEX)}
+_split_escapes = re.compile("(%[0-9A-Fa-f]{2})").split
+
+
+def _escapes_rewritten(text: str) -> str:
+    """``_percent_encode`` of ``text`` where it holds only characters both safe sets keep and whole escapes: each
+    escape as ``_ESCAPES`` has it, the rest as it is (one C-level lookup a piece, no callback per escape)."""
+    pieces = _split_escapes(text)
+    return "".join(map(_ESCAPES.get, pieces, pieces))
+
+
 class UrlCanonicaliser:
     """``canonical_page_url`` of one site's URLs, with the section a page of each is in (``Site.section_of``)."""
 
@@ -107,6 +121,9 @@ class UrlCanonicaliser:
         ).fullmatch
         self._clean_path = re.compile(rf"(?:[{PATH_CHARS}/]|{KEPT_ESCAPE})*").fullmatch
         self._clean_query = re.compile(rf"(?:[{QUERY_CHARS}]|{KEPT_ESCAPE})*").fullmatch
+        # A path or query whose every "%" starts an escape (in either case), the rest clean: see _escapes_rewritten
+        self._escaped_path = re.compile(rf"(?:[{PATH_CHARS}/]++|%[0-9A-Fa-f]{{2}})*+").fullmatch
+        self._escaped_query = re.compile(rf"(?:[{QUERY_CHARS}]++|%[0-9A-Fa-f]{{2}})*+").fullmatch
         self._names = site.session_params
         self._session_free = re.compile(session_free(site.session_params, "^&")).fullmatch
         self._sections: dict[str, str] = {}  # a canonical URL's text before its second "/" -> its section
@@ -123,12 +140,15 @@ class UrlCanonicaliser:
             if self.has_session_id(query):
                 return None  # canonical_page_url would remove it, with a warning only the model path gives
             if self._clean_query(query) is None:
-                query = _percent_encode(query, _QUERY_SAFE)
+                if self._escaped_query(query) is None:
+                    query = _percent_encode(query, _QUERY_SAFE)
+                else:
+                    query = _escapes_rewritten(query)
         if "%" not in path:  # only characters above ASCII to encode, each on its own, as _percent_encode does
             if not path.isascii():
                 path = encode_above_ascii(path)
         elif self._clean_path(path) is None:
-            path = _percent_encode(path, _PATH_SAFE)
+            path = _percent_encode(path, _PATH_SAFE) if self._escaped_path(path) is None else _escapes_rewritten(path)
         if "/." in path:  # a dot segment to remove (perhaps once decoded: %2E), once encoded, as _assemble does
             path = _remove_dot_segments(path)
         canonical = f"{self._base}{path}?{query}" if query else self._base + path
