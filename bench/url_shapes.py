@@ -120,13 +120,14 @@ def _section(
         "Our build uses both cores and xml-sitemap-writer one, so the speed-up needs both cores free: on a machine "
         "busy with other work it falls towards the CPU ratio (their CPU over ours, pair by pair). A URL written "
         "with the site's scheme and host is canonicalised without splitting it (`core/fastline.py`, "
-        "`core/fasturl.py`): one match finds a canonical URL with or without a query, a query's session IDs are one "
-        "search, escapes the rules keep are recognised in the same match; where it finds none, a second match takes "
-        "the URL with characters above ASCII (percent-encoded by way of quoted-printable) or a fragment "
-        "(dropped); other escapes are encoded by the rules' own function, dot segments removed, a scheme and host in "
-        "capitals or with the default port written as the site's; a URL with a session ID or path parameter is "
-        "canonicalised by `core/urls.py`, the session IDs it removes warned about as the event models word it, so no "
-        "line of these exports is read by the models (pydantic is not imported).",
+        "`core/fasturl.py`): one match finds a canonical URL with or without a query, a query with a session ID is "
+        "told apart in the same match (a look-ahead where each pair starts), escapes the rules keep are recognised in "
+        "it too; where it finds none, a second match takes the URL with characters above ASCII (percent-encoded by "
+        "way of quoted-printable) or a fragment (dropped); other escapes are looked up in a table of the rules' own "
+        "encoding of each, other characters encoded by the rules' function, dot segments removed, session IDs removed "
+        "from the query, a scheme and host in capitals or with the default port written as the site's; a URL with a "
+        "path parameter is canonicalised by `core/urls.py`; the session IDs either removes are warned about as the "
+        "event models word them, so no line of these exports is read by the models (pydantic is not imported).",
     ]
     return lines
 

@@ -337,3 +337,31 @@ def test_a_url_that_only_starts_like_the_sites_address_is_left_to_the_rules(url:
     except UrlError:
         expected = None
     assert urls.canonical(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"{BASE}/blog/p?sid=1&ref=a",
+        f"{BASE}/blog/p?ref=a&SID=2&b=c&PhpSessId=3",
+        f"{BASE}/blog/p?sessionid",  # nothing left: no "?"
+        f"{BASE}/über/straße?sid=1&q=größe",
+        f"{BASE}/blog/caf%c3%a9/p?q=<x>&sid=1#top",
+        f"{BASE}/blog/a/../p?jsessionid=9&x=1",
+        f"{BASE}/blog/{PAD}?sid=1",  # the limit, once it is removed
+    ],
+)
+@pytest.mark.parametrize("site", [SITES[0], SITES[2], SESSIONS])
+def test_a_session_id_in_the_query_is_removed_without_splitting_the_url(url: str, site: Site) -> None:
+    # Given an upsert whose URL, written with the site's scheme and host, carries session IDs in its query
+    raw = line(url)
+
+    def split(*_args: Any, **_kwargs: Any) -> str:
+        raise AssertionError(f"{url} was split by canonical_page_url")
+
+    # When the fast path reads it, with the contract's URL parser out of its reach
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fasturl, "canonical_page_url", split)
+        found = LineParser(site, HORIZON).noted_record(raw)
+    # Then it makes the contract's record and warnings by itself
+    assert found == model(raw, site)

@@ -45,6 +45,7 @@ from sitemap_updater.core.fasturl import (
     QUERY_CHARS,
     UrlCanonicaliser,
     encode_above_ascii,
+    session_free,
 )
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.spill import BUCKET_BITS, HEAD, Spilled, SpillGroups
@@ -75,13 +76,12 @@ class LineParser:
         self._moments: dict[str, tuple[int, str] | None] = {}  # occurred_at -> (micros, W3C text)
         self._lastmods: dict[str, tuple[int, str] | None] = {}  # lastmod -> (micros, W3C text)
         # A canonical URL, as Site.is_canonical recognises it but with percent escapes the rules keep (each "%"
-        # checked by _loose_escape), with the session IDs in its query (group 2) still to check; one match that
-        # also finds the first path segment (group 1) when more segments follow. No path parameter (";"; where the
-        # site's own address holds one, no URL) nor dot segment.
+        # checked by _loose_escape) and no session ID in its query (group 2); one match that also finds the first
+        # path segment (group 1) when more segments follow. No path parameter (";"; where the site's own address
+        # holds one, no URL) nor dot segment.
         prefix = "(?!)" if ";" in site.base_url else re.escape(site.base_url)
-        self._plain = re.compile(
-            rf"{prefix}/(?:({_SEGMENT}++)/)?[{PATH_CHARS}/%]*+(?:\?([{QUERY_CHARS}%]++))?"
-        ).fullmatch
+        query = session_free(site.session_params, QUERY_CHARS.replace("&", "") + "%")
+        self._plain = re.compile(rf"{prefix}/(?:({_SEGMENT}++)/)?[{PATH_CHARS}/%]*+(?:\?(?!\Z)({query}))?").fullmatch
         # Such a URL as a site writes it before the rules encode it, tried where _plain finds none: characters above
         # ASCII in its path and query, which the rules percent-encode one by one, and a fragment (group 3), which
         # they drop (``_as_written``). A second match, not a wider first: its classes are slower to match with.
@@ -120,7 +120,7 @@ class LineParser:
         """
         decoded, raws = decode_chunk(data)
         plain, segments, loose_escape = self._plain, self._segments, self._loose_escape
-        session_in, escape_all = self._urls.session_in, self._escape_all
+        escape_all = self._escape_all
         written, has_session_id, as_written = self._written, self._urls.has_session_id, self._as_written
         moments, lastmods = self._moments.get, self._lastmods.get
         occurred_of, lastmod_of, canonical_of = self._occurred, self._lastmod, self._urls.canonical
@@ -148,7 +148,7 @@ class LineParser:
             if (
                 found is not None
                 and ("%" not in url or loose_escape(url) is None)
-                and (found[2] is None or (session_in(found[2]) is None if not wide else not has_session_id(found[2])))
+                and (not wide or found[2] is None or not has_session_id(found[2]))  # _plain's query holds no session ID
             ):
                 segment = found[1]
                 if wide:

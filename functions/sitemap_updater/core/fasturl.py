@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from binascii import b2a_qp
-from collections.abc import Callable
 
 from sitemap_updater.core.urls import (
     _DEFAULT_PORTS,
@@ -78,10 +77,32 @@ def encode_above_ascii(text: str) -> str:
     By quoted-printable (C code, a pass over the bytes), which writes each byte above ASCII as ``=`` and upper-case
     hex and leaves such ASCII as it is, but: ``=`` itself as ``=3D``, a soft line break ``=\n`` every 76 characters,
     and a ``.`` that ends the text at a line's start as ``=2E``. So every ``=`` in its output starts one of those,
-    and four replacements make the percent-encoding; ``\x00`` (which ``text`` cannot hold) stands for ``=`` between
-    them. About half the time of the ASCII codec with an error handler, which raised an exception per run."""
-    coded = b2a_qp(text.encode("utf-8", "surrogatepass")).replace(b"=\n", b"").replace(b"=2E", b".")
-    return coded.replace(b"=3D", b"\x00").replace(b"=", b"%").replace(b"\x00", b"=").decode("ascii")
+    and replacements make the percent-encoding (``\x00``, which ``text`` cannot hold, stands for ``=`` between
+    them), each only where its text is found: on a str, where a search is cheaper than on bytes (whose ``in`` tries
+    the operand as an integer first). About half the time of the ASCII codec with an error handler, which raised an
+    exception per run."""
+    coded = b2a_qp(text.encode("utf-8", "surrogatepass")).decode("ascii")
+    if "\n" in coded:
+        coded = coded.replace("=\n", "")
+    if "=2E" in coded:
+        coded = coded.replace("=2E", ".")
+    if "=3D" in coded:
+        return coded.replace("=3D", "\x00").replace("=", "%").replace("\x00", "=")
+    return coded.replace("=", "%")
+
+
+_HEX = "0123456789ABCDEFabcdef"
+# Every percent escape, in either case, as the rules write it (by their own function: the character where it is
+# unreserved, else upper-case hex); a path or query of clean characters and escapes is rewritten by looking each up.
+_ESCAPES = {e: _percent_encode(e, _PATH_SAFE) for e in (f"%{a}{b}" for a in _HEX for b in _HEX)}
+_split_escapes = re.compile("(%[0-9A-Fa-f]{2})").split
+
+
+def _escapes_rewritten(text: str) -> str:
+    """``_percent_encode`` of ``text`` where it holds only characters both safe sets keep and whole escapes: each
+    escape as ``_ESCAPES`` has it, the rest as it is (one C-level lookup a piece, no callback per escape)."""
+    pieces = _split_escapes(text)
+    return "".join(map(_ESCAPES.get, pieces, pieces))
 
 
 class UrlCanonicaliser:
@@ -100,8 +121,11 @@ class UrlCanonicaliser:
         ).fullmatch
         self._clean_path = re.compile(rf"(?:[{PATH_CHARS}/]|{KEPT_ESCAPE})*").fullmatch
         self._clean_query = re.compile(rf"(?:[{QUERY_CHARS}]|{KEPT_ESCAPE})*").fullmatch
+        # A path or query whose every "%" starts an escape (in either case), the rest clean: see _escapes_rewritten
+        self._escaped_path = re.compile(rf"(?:[{PATH_CHARS}/]++|%[0-9A-Fa-f]{{2}})*+").fullmatch
+        self._escaped_query = re.compile(rf"(?:[{QUERY_CHARS}]++|%[0-9A-Fa-f]{{2}})*+").fullmatch
         self._names = site.session_params
-        self.session_in = session_search(site.session_params)
+        self._session_free = re.compile(session_free(site.session_params, "^&")).fullmatch
         self._sections: dict[str, str] = {}  # a canonical URL's text before its second "/" -> its section
 
     def canonical(self, url: str) -> tuple[str, str] | None:
@@ -116,11 +140,15 @@ class UrlCanonicaliser:
             if self.has_session_id(query):
                 return None  # canonical_page_url would remove it, with a warning only the model path gives
             if self._clean_query(query) is None:
-                query = _percent_encode(query, _QUERY_SAFE)
+                if self._escaped_query(query) is None:
+                    query = _percent_encode(query, _QUERY_SAFE)
+                else:
+                    query = _escapes_rewritten(query)
         if "%" not in path:  # only characters above ASCII to encode, each on its own, as _percent_encode does
-            path = encode_above_ascii(path)
+            if not path.isascii():
+                path = encode_above_ascii(path)
         elif self._clean_path(path) is None:
-            path = _percent_encode(path, _PATH_SAFE)
+            path = _percent_encode(path, _PATH_SAFE) if self._escaped_path(path) is None else _escapes_rewritten(path)
         if "/." in path:  # a dot segment to remove (perhaps once decoded: %2E), once encoded, as _assemble does
             path = _remove_dot_segments(path)
         canonical = f"{self._base}{path}?{query}" if query else self._base + path
@@ -132,7 +160,7 @@ class UrlCanonicaliser:
         """True when a name in ``query`` is one of the site's session parameters (as ``_strip_session_ids`` reads
         the query: each "&"-separated pair's text before its "=", lower-cased)."""
         if query.isascii():
-            return self.session_in(query) is not None
+            return self._session_free(query) is None
         names = self._names
         return any(pair.split("=", 1)[0].lower() in names for pair in query.split("&"))
 
@@ -150,7 +178,24 @@ class UrlCanonicaliser:
 
     def warned(self, url: str) -> tuple[str, str, list[str]] | None:
         """For a URL ``canonical`` steps aside from: its canonical form, its page's section and the warnings the rules
-        give (a session ID removed, each), as ``canonical_page_url`` makes them; None when the rules refuse it."""
+        give (a session ID removed, each), as ``canonical_page_url`` makes them; None when the rules refuse it.
+
+        A URL ``_simple`` takes (the site's scheme and host, no path parameter) loses its session IDs here, as
+        ``_strip_session_ids`` removes them from the query ``urlsplit`` finds (the text between "?" and "#"), and
+        the rest is ``canonical``'s: what ``_assemble`` makes of that path and query. Any other, to the rules."""
+        found = self._simple(url)
+        if found is not None and found[2]:
+            names, kept, removed = self._names, [], []
+            for pair in found[2].split("&"):
+                name = pair.split("=", 1)[0]
+                if name.lower() in names:
+                    removed.append(f"session ID parameter {name!r} removed from the query")
+                else:
+                    kept.append(pair)
+            query = "&".join(kept)
+            done = self.canonical(f"{self._base}{found[1]}?{query}" if query else self._base + found[1])
+            if done is not None:
+                return done[0], done[1], removed
         warnings: list[str] = []
         try:
             canonical = canonical_page_url(url, self._site, warnings)
@@ -181,9 +226,13 @@ class UrlCanonicaliser:
         return None if warnings else (canonical, self.section_of(canonical))
 
 
-def session_search(names: frozenset[str]) -> Callable[[str], re.Match[str] | None]:
-    """A search that finds, in an ASCII query, a pair whose name lower-cased is in ``names``: only ASCII names in
-    lower case without "&" or "=" can be one (a pair's name holds neither, and lower-cased ASCII is such ASCII)."""
+def session_free(names: frozenset[str], chars: str) -> str:
+    """A pattern of an ASCII query of the characters of class body ``chars`` (no "&") and "&" in which no pair's name
+    lower-cased (as ``_strip_session_ids`` reads it: a "&"-separated pair's text before its "=") is in ``names``, to
+    match to the query's end. Only ASCII names in lower case without "&" or "=" can be one (a pair's name holds
+    neither, and lower-cased ASCII is such ASCII); each is tried where a pair starts, in either case letter by letter
+    (a look-ahead in the match that finds the query: no search of its own)."""
     usable = sorted(n for n in names if n.isascii() and n == n.lower() and "&" not in n and "=" not in n)
-    alternatives = "|".join(map(re.escape, usable)) if usable else "(?!)"
-    return re.compile(rf"(?:^|&)(?:{alternatives})(?=[=&]|\Z)", re.IGNORECASE | re.ASCII).search
+    either = ("".join(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c) for c in name) for name in usable)
+    ahead = rf"(?!(?:{'|'.join(either)})(?:[=&]|\Z))" if usable else ""
+    return f"{ahead}[{chars}]*+(?:&{ahead}[{chars}]*+)*+"
