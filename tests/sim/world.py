@@ -27,6 +27,7 @@ from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.feed import FEED_NAME
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, text_twin
+from sitemap_updater.core.site_keys import SITE_OBJECT_PREFIX
 from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
 from sitemap_updater.core.snapshots import written_us as snapshots_written
 from sitemap_updater.local.iam import Names, resolve
@@ -293,7 +294,8 @@ class Simulation:
         self.pipeline = Pipeline(
             settings=settings,
             store=self.store,
-            bucket=SitemapBucket(self.s3, settings.bucket_name),  # type: ignore[arg-type]
+            # As deployed (wiring/pipeline.py): the stack's own site's listings leave out the other sites' trees.
+            bucket=SitemapBucket(self.s3, settings.bucket_name, hide=SITE_OBJECT_PREFIX),  # type: ignore[arg-type]
             rebuild_queue=queue(settings.rebuild_queue_url),
             index_queue=queue(settings.index_queue_url),
             notify_queue=queue(settings.notify_queue_url),
@@ -478,13 +480,16 @@ class Simulation:
                             next_sweep += 3600.0
                         continue
                     if self._sweep(faults=False) == 0:
-                        unnamed = [f.unnamed_us for f in self.store.file_records.values() if f.state == "unnamed"]
+                        stores = [self.store, *self.store.sites.values()]  # every site's (a removed one's: empty)
+                        unnamed = [
+                            f.unnamed_us for st in stores for f in st.file_records.values() if f.state == "unnamed"
+                        ]
                         if not unnamed and self._drift_due:
                             self._drift()  # the next hourly run of reconciliation finds and repairs it
                             self.clock.now = max(self.clock.now, next_sweep)
                             next_sweep += 3600.0
                             continue
-                        if not unnamed and not self.store.outbox and self._import_state != 1:
+                        if not unnamed and not any(st.outbox for st in stores) and self._import_state != 1:
                             break
                         # An outbox left open by a batch that died is the sweep's once it is old enough (the next
                         # hourly run); files the index stopped naming wait out their grace.
