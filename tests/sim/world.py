@@ -480,7 +480,8 @@ class Simulation:
                             next_sweep += 3600.0
                         continue
                     if self._sweep(faults=False) == 0:
-                        stores = [self.store, *self.store.sites.values()]  # every site's (a removed one's: empty)
+                        gone = {site.pk_prefix for site in self.sim_sites if site.removing}  # nothing runs for it
+                        stores = [self.store, *(st for p, st in self.store.sites.items() if p not in gone)]
                         unnamed = [
                             f.unnamed_us for st in stores for f in st.file_records.values() if f.state == "unnamed"
                         ]
