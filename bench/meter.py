@@ -213,11 +213,11 @@ class Meter:
         if unknown:
             raise RuntimeError(f"bench/meter.py has no cost rule for FakeStore.{sorted(unknown)}")
 
-    def _page_size(self, page: PageRecord | None) -> int:
+    def _page_size(self, page: PageRecord | None, store: FakeStore | None = None) -> int:
         if page is None:
             return 0
         write = PageWrite(**{name: getattr(page, name) for name in _PAGE_FIELDS}, record=b"")
-        return item_size(self.store.aws._page_item(write, page.outbox, page.entry_rank))
+        return item_size((store or self.store).aws._page_item(write, page.outbox, page.entry_rank))
 
     def _read(self, usage: Usage, sizes: list[int | None], consistent: bool = True) -> None:
         """GetItem / BatchGetItem: each item rounded up to 4 KB on its own (a missing item still 1 unit)."""
@@ -240,15 +240,16 @@ class Meter:
     def _file_size(self, published: PublishedFile | None) -> int:
         return 0 if published is None else item_size(file_item(published))
 
-    def _rules(self) -> dict[str, tuple[str, Callable[..., Charge]]]:
+    def _rules(self, store: FakeStore | None = None) -> dict[str, tuple[str, Callable[..., Charge]]]:
         """For each FakeStore method: the DynamoDB operation it stands for, and, given the call's arguments and
         the table before it, how to charge it."""
-        pages, files = self.store.pages, self.store.file_records
+        store = store or self.store
+        pages, files = store.pages, store.file_records
 
         def outbox_size(name: str, urls: list[str] | None) -> int:  # pk, sk, v, the URLs joined by newlines
             return 0 if urls is None else 2 + 6 + 2 + len(name) + _V + 4 + max(0, sum(_utf8(u) + 1 for u in urls) - 1)
 
-        outbox = self.store.outbox
+        outbox = store.outbox
 
         def open_outbox(name: str, urls: list[str]) -> Charge:
             return lambda u, _r: self._write(u, outbox_size(name, outbox.get(name)), outbox_size(name, urls))
@@ -335,7 +336,7 @@ class Meter:
             return lambda u, _r: self._write(u, 0, 60)
 
         return {
-            "get_page": ("GetItem", lambda url: lambda u, page: self._read(u, [self._page_size(page)])),
+            "get_page": ("GetItem", lambda url: lambda u, page: self._read(u, [self._page_size(page, store)])),
             "open_outbox": ("PutItem", open_outbox),
             "outbox_open": ("GetItem", outbox_open),
             "close_outbox": ("DeleteItem", close_outbox),
@@ -372,24 +373,36 @@ class Meter:
             "held": ("Query", held),
             "hold": ("BatchWriteItem", hold),
             "release": ("BatchWriteItem", release),
-            # A site's store and its removal (issue 32): the benches run the stack's own site only, and fail here
-            # rather than count a site's calls as free.
+            # A site's store (issue 32) is no call: each is metered as the stack's own (_wrap_store). A removal
+            # is not metered: it fails here rather than count its calls as free.
             "for_site": ("Query", several_sites("for_site")),
             "delete_site_records": ("BatchWriteItem", several_sites("delete_site_records")),
         }
 
-    def _wrap_store(self) -> None:
-        for name, (operation, rule) in self._rules().items():
-            if name not in vars(FakeStore) or name in FakeStore.CLIENT_LEVEL:
+    def _wrap_store(self, store: FakeStore | None = None) -> None:
+        store = store or self.store
+        for name, (operation, rule) in self._rules(store).items():
+            if name not in vars(FakeStore) or name in FakeStore.CLIENT_LEVEL or name == "for_site":
                 continue  # not faked (or not there): it reaches the fake client, which is charged
-            original = getattr(self.store, name)
+            original = getattr(store, name)
 
             def wrapped(
                 *args: Any, _o: Any = original, _op: str = operation, _r: Any = rule, _n: str = name, **kw: Any
             ) -> Any:
                 return self.charged(_op, lambda: _o(*args, **kw), lambda: _r(*args, **kw), self._keys(_n, args))
 
-            setattr(self.store, name, wrapped)
+            setattr(store, name, wrapped)
+        make_site = store.for_site
+
+        def for_site(prefix: str) -> FakeStore:  # a site's store: metered as the stack's own from its first use
+            known = prefix in store.sites
+            site = make_site(prefix)
+            if not known and site is not store:
+                self._wrap_store(site)
+                self._wrap_client(site)
+            return site
+
+        store.for_site = for_site  # type: ignore[method-assign]
 
     def _keys(self, name: str, args: tuple[Any, ...]) -> list[str]:
         """The partition keys a FakeStore method's call reads or writes (``manifest.py``'s table of items)."""
@@ -419,20 +432,24 @@ class Meter:
         return []  # a Scan: every partition of the table, none of them hot
 
     def _existing(self, key: dict[str, Any]) -> int:
-        """The size of the item under ``key`` now (0 when there is none)."""
-        prefix, _, name = key["pk"]["S"].partition("#")
+        """The size of the item under ``key`` now (0 when there is none); a site's item in its own store."""
+        pk, store = key["pk"]["S"], self.store
+        if pk.startswith("site#"):
+            site = "#".join(pk.split("#", 2)[:2]) + "#"
+            pk, store = pk.removeprefix(site), self.store.sites.get(site, self.store)
+        prefix, _, name = pk.partition("#")
         if prefix == "page":
-            return self._page_size(self.store.pages.get(key["url"]["S"] if "url" in key else name))
+            return self._page_size(store.pages.get(key["url"]["S"] if "url" in key else name), store)
         if prefix == "sec":
             sk = key["sk"]["S"]
-            name = section_of(key["pk"]["S"], sk, self.store.aws.partitions)
-            client: FakeDynamoClient = self.store.aws._client  # type: ignore[assignment]
+            name = section_of(pk, sk, store.aws.partitions)
+            client: FakeDynamoClient = store.aws._client  # type: ignore[assignment]
             found = client.entry(name, sk)  # every attribute it holds (rank, record, current, outbox)
             return 0 if found is None else item_size({"pk": key["pk"], "sk": key["sk"], **found})
         return 60
 
-    def _wrap_client(self) -> None:
-        client: FakeDynamoClient = self.store.aws._client  # type: ignore[assignment]
+    def _wrap_client(self, store: FakeStore | None = None) -> None:
+        client: FakeDynamoClient = (store or self.store).aws._client  # type: ignore[assignment]
         put, get, batch_write, batch_get = (
             client.put_item,
             client.get_item,

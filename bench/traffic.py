@@ -35,6 +35,7 @@ from bench.meter import SQS_CHUNK, Meter
 from bench.usage import Usage
 from sitemap_updater.core.events import parse_event
 from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
+from sitemap_updater.core.urls import Site
 from sitemap_updater.local.iam import Names, resolve
 from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.local.stack import load_template
@@ -84,6 +85,7 @@ class Traffic:
     # Seconds from the CMS's send to the CDN surely serving the change: the end of the invocation whose put first
     # showed the page's new content, plus the cache lifetime; one figure per changed page.
     freshness_s: list[float] = field(default_factory=list)
+    freshness_by_url: dict[str, float] = field(default_factory=dict)  # the same figures by canonical URL
     unshown: int = 0  # changed pages no put ever showed (a lost change; 0 expected)
 
 
@@ -224,15 +226,19 @@ class Driver:
             self.meter.invoke(name, job, cpu_scale(memory))
         return self.meter.usage
 
-    def run(self, scenario: Scenario, bodies: list[str]) -> Traffic:
-        """Send ``bodies`` at the scenario's rate and run every function until all queues are empty."""
+    def run(self, scenario: Scenario, bodies: list[str], offsets: list[float] | None = None) -> Traffic:
+        """Send ``bodies`` at the scenario's rate (or each at its offset in seconds from the start, in order) and
+        run every function until all queues are empty. Events of sites added at run time are sent as theirs."""
         self.meter.usage = {}
         self.meter.puts = []
         start = self.sim.clock.now + 3600.0  # past every deduplication interval and delay of earlier traffic
-        arrivals = [start + i / scenario.rate for i in range(len(bodies))]
-        site = self.sim.pipeline.settings.site
+        arrivals = [start + (i / scenario.rate if offsets is None else offsets[i]) for i in range(len(bodies))]
+        own = self.sim.pipeline.settings.site
         sent: dict[str, tuple[float, str]] = {}  # canonical URL -> when the CMS sent its change, and the new lastmod
         for body, at in zip(bodies, arrivals, strict=True):
+            url = str(json.loads(body)["url"])
+            origin = "/".join(url.split("/", 3)[:3])
+            site = own if origin == own.base_url else Site.parse(origin, sections=None)
             event = parse_event(body, site, self.sim.pipeline.horizon()).event
             sent[event.url] = (at, json.loads(body)["lastmod"])
         self._waiting, self._shown = {url: lastmod for url, (_, lastmod) in sent.items()}, {}
@@ -280,7 +286,8 @@ class Driver:
         self.sim.clock.now = now
         lifetime = self.sim.pipeline.settings.cdn_max_age_seconds
         traffic = Traffic(scenario, self.meter.usage, now - start, puts, put_bytes)
-        traffic.freshness_s = sorted(at + lifetime - sent[url][0] for url, at in self._shown.items())
+        traffic.freshness_by_url = {url: at + lifetime - sent[url][0] for url, at in self._shown.items()}
+        traffic.freshness_s = sorted(traffic.freshness_by_url.values())
         traffic.unshown = len(self._waiting)
         self._waiting, self._shown = {}, {}
         return traffic

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "remove", help="delete a site's files and records, then the site; nothing else is touched"
     )
     remove.add_argument("origin", metavar="ORIGIN", help="the site's origin or host URL: https://www.example.de")
+    remove.add_argument(
+        "--wait",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="seconds between marking the site removing and deleting its files (default 360: the functions' site "
+        "cache, 60 s, and the longest run of a function that works for a site, 300 s; less can leave files that "
+        "a function still running writes after the deletion: run the removal again to delete them)",
+    )
     for parser in (add, lst, remove):
         stack_option(parser, "the deployed stack (the name given to sam deploy)")
         parser.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
@@ -55,7 +65,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_sites(args: argparse.Namespace) -> int:
     import boto3
 
-    from sitemap_updater.service.sites import SiteRefused, add_site, begin_removal, finish_removal
+    from sitemap_updater.service.sites import REMOVAL_WAIT_S, SiteRefused, add_site, begin_removal, finish_removal
     from sitemap_updater.settings import SettingsError
     from sitemap_updater.sites import SiteConfig, SiteConfigError
     from sitemap_updater.wiring.deployed import StackError, command_settings
@@ -99,6 +109,11 @@ def run_sites(args: argparse.Namespace) -> int:
                 print(f"{site.host}\t{site.state}\t{site.origin}\t{site.sections or '-'}\t{index}")
             return EXIT_OK
         site = begin_removal(stack, directory, args.origin)
+        wait_s = REMOVAL_WAIT_S if args.wait is None else max(0, args.wait)
+        if wait_s:
+            print(f"site {site.host} marked removing (its events are refused); its files are deleted in {wait_s} s, "
+                  "once no function is still writing them", flush=True)  # fmt: skip
+            time.sleep(wait_s)
         removed = finish_removal(site_pipeline(stack, site), directory)
         print(f"site {removed.host} removed: {removed.objects} objects and {removed.items} items deleted")
         return EXIT_OK

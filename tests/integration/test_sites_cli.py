@@ -118,7 +118,7 @@ def test_sites_are_added_listed_and_removed_and_a_removal_touches_nothing_else(
     de_items = {key for key in items if key[0].startswith("site#www.example.de#")}
     assert {("site#www.example.de#sections", s) for s in ("blog", "news", "root")} <= de_items
     # When one site is removed
-    assert main(["sites", "remove", DE, *where]) == 0
+    assert main(["sites", "remove", DE, "--wait", "0", *where]) == 0
     out = capsys.readouterr().out
     # Then its objects and items are gone, and every other object's bytes and every other item are as they were
     after_objects, after_items = _footprint(moto_endpoint, stack)
@@ -127,5 +127,5 @@ def test_sites_are_added_listed_and_removed_and_a_removal_touches_nothing_else(
     assert after_objects == kept_objects and after_items == kept_items
     de_objects = len(objects) - len(kept_objects)
     assert f"site www.example.de removed: {de_objects} objects and {len(de_items)} items deleted" in out
-    assert main(["sites", "remove", DE, *where]) == 1  # it is no site any more
+    assert main(["sites", "remove", DE, "--wait", "0", *where]) == 1  # it is no site any more
     assert "is not a site of this stack" in capsys.readouterr().err

@@ -24,12 +24,14 @@ BEGIN, END = "<!-- soak:begin -->", "<!-- soak:end -->"
 
 def _run(seed: int) -> Result:
     warnings.simplefilter("ignore")  # Powertools warns when an invocation published no metric
-    return Simulation(Config(seed)).run()
+    return Simulation(Config.for_soak(seed)).run()
 
 
 @dataclass
 class Totals:
     sequences: int = 0
+    several_sites: int = 0  # sequences over the stack's own site and sites added at run time
+    removed_sites: int = 0
     events: int = 0
     invocations: int = 0
     steps: int = 0
@@ -43,6 +45,8 @@ class Totals:
 
     def add(self, result: Result) -> None:
         self.sequences += 1
+        self.several_sites += result.sites > 1
+        self.removed_sites += result.removed_sites
         self.events += result.events_sent
         self.invocations += result.invocations
         self.steps += result.steps
@@ -75,6 +79,8 @@ def report(totals: Totals, first: int, wall_s: float, workers: int, day: date) -
         "",
         "| | total |",
         "|---|---:|",
+        f"| sequences over several sites (2 or 3 added at run time; `Config.for_soak`) | {totals.several_sites:,} |",
+        f"| sites removed during a sequence (each checked to leave nothing behind) | {totals.removed_sites:,} |",
         f"| events sent (incl. duplicates and malformed) | {totals.events:,} |",
         f"| handler invocations | {totals.invocations:,} |",
         f"| AWS calls (interleaving points) | {totals.steps:,} |",

@@ -27,6 +27,7 @@ from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.core.feed import FEED_NAME
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME, Limits, text_twin
+from sitemap_updater.core.site_keys import SITE_OBJECT_PREFIX
 from sitemap_updater.core.snapshots import STATE_PREFIX as SNAPSHOT_PREFIX
 from sitemap_updater.core.snapshots import written_us as snapshots_written
 from sitemap_updater.local.iam import Names, resolve
@@ -37,14 +38,18 @@ from sitemap_updater.service.bootstrap_release import release as bootstrap_relea
 from sitemap_updater.service.ingest import IngestResult, Outcome
 from sitemap_updater.service.notify import Notifiers
 from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.sites import REMOVAL_WAIT_S, add_site, begin_removal, finish_removal
 from sitemap_updater.settings import Settings
+from sitemap_updater.sites import SiteConfig
 from sitemap_updater.wiring.pipeline import use_executions, use_pipeline
+from sitemap_updater.wiring.sites import SiteCache, Sites, site_pipeline
 from tests import oracle
 from tests.conftest import AS_OF_US, BASE, SECTIONS
 from tests.sim.events import REFUSED_URL, Events, generate
-from tests.sim.fakes import FakeIndexNow, FakeS3, FakeStore, Message, S3Object, SimQueue, SimQueueState
+from tests.sim.fakes import FakeIndexNow, FakeS3, FakeSites, FakeStore, Message, S3Object, SimQueue, SimQueueState
 from tests.sim.oracle import expected_site
 from tests.sim.scheduler import Clock, Faults, LambdaDied, Scheduler, Task
+from tests.sim.sites import SimSite, Tree, body_host, foreign_hosts, plan
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 ACCOUNT = "123456789012"
@@ -80,6 +85,16 @@ class Config:
     failing_rate: float = 0.3  # how often the sequence has an event that fails on every receive
     section_partitions: int | None = None  # SectionPartitions; by default 4 in a quarter of the seeds, else 1
     notifiers: bool = True  # IndexNow on (and the feed in a seventh) but in a thirteenth; False: nothing notifies
+    # Sites added at run time beside the stack's own (tests/sim/sites.py): each present from the start, added or
+    # removed during the sequence, with its own events. 0: the stack's own site alone, as before sites.
+    sites: int = 0
+    removal_wait_s: float = REMOVAL_WAIT_S  # `sites remove`: from marking a site removing to deleting its tree
+
+    @classmethod
+    def for_soak(cls, seed: int) -> Config:
+        """``make soak``'s sequence of ``seed``: in a third of the seeds (a multiple of 3) two or three sites beside
+        the stack's own; the other seeds are the single-site sequences they always were."""
+        return cls(seed, sites=0 if seed % 3 else 2 + (seed // 3) % 2)
 
 
 @dataclass
@@ -95,6 +110,8 @@ class Result:
     faults: dict[str, int] = field(default_factory=dict)
     s3_puts: int = 0
     posts: int = 0
+    sites: int = 1  # how many sites the sequence ran (the stack's own and those added at run time)
+    removed_sites: int = 0  # sites removed during the sequence
     dead_lettered: int = 0  # events that failed on every receive, in the DLQ with their reason
     # Seconds from ingest accepting a change to the CDN surely serving it: the put of the file that shows it,
     # plus the cache lifetime (how long the CDN may still serve the bytes before).
@@ -189,8 +206,15 @@ class Simulation:
         self._shown_removals: Counter[str] = Counter()  # how often no file showed a page any more
         self._accepted_at: dict[str, list[float]] = {}  # URL -> when ingest accepted a change of it
         self._shown_at: list[tuple[str, float]] = []  # (URL, when a file first showed its new content)
-        self._indexes: list[tuple[float, frozenset[str]]] = []  # every index put: when, and the files they name
-        self._index_files: dict[str, frozenset[str]] = {}  # each published index file: the files it names
+        self.sim_sites: list[SimSite] = []
+        if config.sites:
+            self.sim_sites = plan(config.seed, config.sites, config.urls, config.events, config.span_s)
+        self.result.sites = 1 + len(self.sim_sites)
+        # What a crawler of each site's tree saw (every index put: when, and the files they name), by prefix.
+        self.trees = {"": Tree("", BASE, BASE.removeprefix("https://"))}
+        self.trees |= {s.prefix: Tree(s.prefix, s.origin, s.host) for s in self.sim_sites}
+        self._hosts = {tree.host for tree in self.trees.values()}
+        self._side: dict[Task, str] = {}  # tasks that are no invocation (a removal run by the CLI): their names
         # Drift made out of band once the site has settled, in a third of the sequences (reconciliation repairs it):
         # names deleted or changed by it until they are put again, and whether it is still to come or repaired.
         self._drift_due = config.seed % 3 == 0
@@ -260,6 +284,7 @@ class Simulation:
         self.store.refused_urls.add(REFUSED_URL)
         self.s3 = FakeS3(self.sched, watch=self._watch)
         self.http = FakeIndexNow(self.sched, random.Random(self.config.seed * 31 + 3), self.config.busy_rate)
+        self.directory = FakeSites()
         by_url = {physical[k]: q for k, q in self.queues.items()}
 
         def queue(url: str) -> SimQueue:
@@ -269,13 +294,15 @@ class Simulation:
         self.pipeline = Pipeline(
             settings=settings,
             store=self.store,
-            bucket=SitemapBucket(self.s3, settings.bucket_name),  # type: ignore[arg-type]
+            # As deployed (wiring/pipeline.py): the stack's own site's listings leave out the other sites' trees.
+            bucket=SitemapBucket(self.s3, settings.bucket_name, hide=SITE_OBJECT_PREFIX),  # type: ignore[arg-type]
             rebuild_queue=queue(settings.rebuild_queue_url),
             index_queue=queue(settings.index_queue_url),
             notify_queue=queue(settings.notify_queue_url),
             dead_letters=queue(settings.ingest_dlq_url),
             clock=lambda: start + timedelta(seconds=self.clock.now),
             observe=self._observe,
+            directory=self.directory,
         )
         self.functions: list[_Function] = []
         for logical, spec in sorted(resources.items()):
@@ -310,14 +337,40 @@ class Simulation:
             }
         return self._parsed[key]
 
-    def _watch(self, name: str, old: S3Object | None, new: S3Object | None) -> None:
+    def _tree(self, name: str) -> tuple[Tree, str]:
+        """The site tree an object is in, and its name there."""
+        if name.startswith("sites/"):
+            prefix = "/".join(name.split("/", 2)[:2]) + "/"
+            if prefix in self.trees:
+                return self.trees[prefix], name[len(prefix) :]
+            self.result.violations.append(f"t={self.clock.now:.2f}: {name} was written under no site's tree")
+        return self.trees[""], name
+
+    def _tree_objects(self, tree: Tree) -> dict[str, S3Object]:
+        """The objects of one site's tree, by their names there (the stack's own: all but sites/)."""
+        if not tree.prefix:
+            return {n: o for n, o in self.s3.objects.items() if not n.startswith("sites/")}
+        return {n[len(tree.prefix) :]: o for n, o in self.s3.objects.items() if n.startswith(tree.prefix)}
+
+    def _removing(self, tree: Tree) -> bool:
+        return any(s.removing for s in self.sim_sites if s.prefix == tree.prefix) if tree.prefix else False
+
+    def _watch(self, full: str, old: S3Object | None, new: S3Object | None) -> None:
         if self._injecting:
             return  # drift made out of band (_drift): reconciliation must find and repair it
-        self._drifted.discard(name)
+        tree, name = self._tree(full)
+        if new is not None and len(self._hosts) > 1:  # no site's file names a page of another site's host
+            foreign = foreign_hosts(full, new.data, tree.host, self._hosts)
+            if foreign:
+                self.result.violations.append(f"t={self.clock.now:.2f}: {full} names URLs on {sorted(foreign)}")
+        self._drifted.discard(full)
+        if self._removing(tree):  # `sites remove` deletes its tree: no crawler's view is checked any more
+            return
+        objects = self._tree_objects(tree) if tree.prefix or self.sim_sites else self.s3.objects
         if new is not None:
             self.result.s3_puts += 1
             if old is not None and new.seq <= old.seq and not name.startswith(SNAPSHOT_PREFIX):
-                self.result.violations.append(f"{name}: version {new.seq} written over {old.seq}")
+                self.result.violations.append(f"{full}: version {new.seq} written over {old.seq}")
             if name.endswith(".xml.gz"):
                 for url, entry in self._entries(new.data).items():
                     self.ever.setdefault(url, set()).add(entry)
@@ -330,7 +383,7 @@ class Simulation:
             # change that is announced again (a page deleted and published again).
             kept = self._entries(new.data) if new is not None else {}
             for url in set(self._entries(old.data)) - set(kept):
-                others = (o for n, o in self.s3.objects.items()
+                others = (o for n, o in objects.items()
                           if n.endswith(".xml.gz") and n != name and not n.startswith(SNAPSHOT_PREFIX))  # fmt: skip
                 if (
                     not any(url in self._entries(o.data) for o in others)
@@ -339,36 +392,39 @@ class Simulation:
                     self._shown_removals[url] += 1
         if INDEX_FILE.fullmatch(name):  # sitemap.xml or a further index file: what the index files name changed
             if new is None:
-                self._index_files.pop(name, None)
+                tree.index_files.pop(name, None)
             else:
-                self._index_files[name] = frozenset(
-                    (loc.text or "").removeprefix(f"{BASE}/")
+                tree.index_files[name] = frozenset(
+                    (loc.text or "").removeprefix(f"{tree.base}/")
                     for loc in etree.fromstring(new.data).iterfind("s:sitemap/s:loc", NS)
                 )
-                if not self._index_files[name]:  # the schema: an index names at least one sitemap
-                    self.result.violations.append(f"t={self.clock.now:.2f}: {name} was put naming no sitemap")
-            listed = frozenset().union(*self._index_files.values())
+                if not tree.index_files[name]:  # the schema: an index names at least one sitemap
+                    self.result.violations.append(f"t={self.clock.now:.2f}: {full} was put naming no sitemap")
+            listed = frozenset().union(*tree.index_files.values())
             # No index left: the site has no pages; a crawler finds none once the CDN's cached copy has expired.
-            self._indexes.append((self.clock.now, listed))
+            tree.indexes.append((self.clock.now, listed))
             # A page only files the index no longer names show (their section emptied, the files retired) is gone
             # for a crawler: shown again, even with the same content, it is a new change announced again.
-            shown = {url for n in listed if n in self.s3.objects for url in self._entries(self.s3.objects[n].data)}
-            for url in [u for u in self._last_shown if u not in shown]:
+            shown = {url for n in listed if n in objects for url in self._entries(objects[n].data)}
+            host = f"{tree.base}/"
+            for url in [u for u in self._last_shown if u not in shown and u.startswith(host)]:
                 self._last_shown.pop(url)
                 self._shown_removals[url] += 1
-        for named in sorted(frozenset().union(*self._index_files.values()) - set(self.s3.objects) - self._drifted):
-            self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {named}")
+        missing = frozenset().union(*tree.index_files.values()) - set(objects)
+        for named in sorted(n for n in missing if tree.prefix + n not in self._drifted):
+            self.result.violations.append(f"t={self.clock.now:.2f}: the index names missing {tree.prefix}{named}")
+        store = self.store.for_site(tree.prefix and f"site#{tree.host}#")
         if new is None and snapshots_written(name) is not None:
-            naming = [f.name for f in self.store.file_records.values() if f.snapshot and f.snapshot.key == name]
+            naming = [f.name for f in store.file_records.values() if f.snapshot and f.snapshot.key == name]
             if naming:
-                self.result.violations.append(f"t={self.clock.now:.2f}: {name} deleted while {naming} name it")
+                self.result.violations.append(f"t={self.clock.now:.2f}: {full} deleted while {naming} name it")
         if new is None and name.endswith(".xml.gz"):
             # The CDN may serve any index put within the cache lifetime before now: none of them may name it.
             lifetime = self.pipeline.settings.cdn_max_age_seconds
-            cached = [names for at, names in self._indexes if at >= self.clock.now - lifetime]
-            cached += [names for at, names in self._indexes[-1:] if at < self.clock.now - lifetime]
+            cached = [names for at, names in tree.indexes if at >= self.clock.now - lifetime]
+            cached += [names for at, names in tree.indexes[-1:] if at < self.clock.now - lifetime]
             if any(name in names for names in cached):
-                self.result.violations.append(f"t={self.clock.now:.2f}: {name} deleted while a cached index names it")
+                self.result.violations.append(f"t={self.clock.now:.2f}: {full} deleted while a cached index names it")
 
     # --- running ---------------------------------------------------------------------------------------
     def _events(self) -> Events:
@@ -378,9 +434,13 @@ class Simulation:
     def run(self) -> Result:
         events = self._events()
         sends = list(events.sends)
+        if self.sim_sites:  # in time order; the stack's own events first among those sent at the same moment
+            sends = sorted(sends + [send for site in self.sim_sites for send in site.events.sends], key=lambda s: s[0])
         self.result.events_sent = len(sends)
         running: dict[Task, _Running] = {}
-        use_pipeline(self.pipeline, Notifiers(self.http, None, sleep=self._wait, monotonic=lambda: self.clock.now))
+        notifiers = Notifiers(self.http, None, sleep=self._wait, monotonic=lambda: self.clock.now)
+        # The functions' cache of the sites' items runs on the virtual clock (60 s, wiring/sites.py).
+        use_pipeline(self.pipeline, notifiers, Sites(self.pipeline, SiteCache(self.directory, lambda: self.clock.now)))
         use_executions(self)  # the bootstrap's check asks the sequence's import window for its execution
         service = logging.getLogger("sitemap-updater")
         level = service.level
@@ -391,6 +451,7 @@ class Simulation:
                 while True:
                     now = self.clock.now
                     self._import_step(now)
+                    self._sites_step(now)
                     while sends and sends[0][0] <= now:
                         _, body, delay = sends.pop(0)
                         self.ingest_queue.add(body, {}, None, None, now, delay)
@@ -398,16 +459,18 @@ class Simulation:
                     started = False
                     if not running or self.rng.random() < 0.3:
                         started = self._start(self.rng.sample(startable, len(startable)), running)
-                    if running and not started:
+                    if (running or self._side) and not started:
                         task = self.sched.step()
                         self.result.steps += 1
-                        if task is not None:
+                        if task is not None and task in self._side:
+                            self._side_done(task)
+                        elif task is not None:
                             self._finish(task, running.pop(task))
                         continue
                     if started:
                         continue
                     # Idle: nothing visible now. Move virtual time on, or finish with the hourly sweep.
-                    upcoming = [t for t in (sends[0][0] if sends else None, self._import_due(), *(
+                    upcoming = [t for t in (sends[0][0] if sends else None, self._import_due(), self._sites_due(), *(
                         q.next_available(now) for q in self.queues.values()
                     )) if t is not None and t > now]  # fmt: skip
                     if upcoming:
@@ -417,13 +480,17 @@ class Simulation:
                             next_sweep += 3600.0
                         continue
                     if self._sweep(faults=False) == 0:
-                        unnamed = [f.unnamed_us for f in self.store.file_records.values() if f.state == "unnamed"]
+                        gone = {site.pk_prefix for site in self.sim_sites if site.removing}  # nothing runs for it
+                        stores = [self.store, *(st for p, st in self.store.sites.items() if p not in gone)]
+                        unnamed = [
+                            f.unnamed_us for st in stores for f in st.file_records.values() if f.state == "unnamed"
+                        ]
                         if not unnamed and self._drift_due:
                             self._drift()  # the next hourly run of reconciliation finds and repairs it
                             self.clock.now = max(self.clock.now, next_sweep)
                             next_sweep += 3600.0
                             continue
-                        if not unnamed and not self.store.outbox and self._import_state != 1:
+                        if not unnamed and not any(st.outbox for st in stores) and self._import_state != 1:
                             break
                         # An outbox left open by a batch that died is the sweep's once it is old enough (the next
                         # hourly run); files the index stopped naming wait out their grace.
@@ -434,6 +501,7 @@ class Simulation:
             use_pipeline(None)
             use_executions(None)
         self.result.virtual_s = self.clock.now
+        self.result.removed_sites = sum(1 for site in self.sim_sites if site.removing)
         self.result.faults = dict(self.faults.injected)
         self.result.posts = len(self.http.posts)
         self._check(events)
@@ -456,6 +524,46 @@ class Simulation:
             self.s3.objects["sitemap-stray-00000000.xml.gz"] = S3Object(empty, '"stray"', 0, self.clock.now - 7200)
         finally:
             self._injecting = False
+
+    # --- sites added and removed at run time (tests/sim/sites.py) ----------------------------------------------
+    def _site_config(self, site: SimSite) -> SiteConfig:
+        """A site configured as the stack's own (so the same reference models hold), with its own IndexNow key."""
+        settings = self.pipeline.settings
+        return SiteConfig.parse({
+            "origin": site.origin, "sections": settings.sections, "text_sitemaps": settings.text_sitemaps,
+            "feed_entries": settings.feed_entries,
+            "indexnow_key": f"sim-key-{site.host.replace('.', '-')}" if settings.indexnow_key else "",
+        })  # fmt: skip
+
+    def _sites_due(self) -> float | None:
+        due = [s.added_at for s in self.sim_sites if not s.added]
+        for site in (s for s in self.sim_sites if s.removed_at is not None and not s.deleting):
+            assert site.removed_at is not None
+            due.append(site.removed_at + self.config.removal_wait_s * site.removing)
+        return min(due, default=None)
+
+    def _sites_step(self, now: float) -> None:
+        """``sites add`` and ``sites remove`` as the CLI runs them, when their moment has come: the removal marks the
+        site, waits ``removal_wait_s``, then deletes its tree beside the invocations (each of its AWS calls an
+        interleaving point), without faults (an operator runs a failed removal again)."""
+        for site in self.sim_sites:
+            if not site.added and site.added_at <= now:
+                add_site(self.pipeline, self.directory, self._site_config(site))
+                site.added = True
+            if site.added and site.removed_at is not None and not site.removing and site.removed_at <= now:
+                site.removing = True
+                site.marked = begin_removal(self.pipeline, self.directory, site.origin)
+            if site.marked is not None and not site.deleting and now >= site.marked_due(self.config.removal_wait_s):
+                site.deleting = True
+                work = partial(finish_removal, site_pipeline(self.pipeline, site.marked), self.directory)
+                self._side[self.sched.spawn(f"sites-remove-{site.host}", work, False)] = site.host
+
+    def _side_done(self, task: Task) -> None:
+        host = self._side.pop(task)
+        if task.error is not None:
+            self.result.violations.append(f"sites remove {host} failed: {task.error!r}")
+        for site in self.sim_sites:
+            site.removed = site.removed or site.host == host
 
     def _wait(self, seconds: float) -> None:
         """A notifier's wait between retries passes virtual time."""
@@ -604,17 +712,66 @@ class Simulation:
     def _check(self, events: Events) -> None:
         self.result.freshness_s = self._freshness()
         violations = self.result.violations
-        accepted = events.accepted
-        published = {n: o.data for n, o in self.s3.objects.items() if n.endswith((".xml", ".xml.gz"))}
-        recorded = {url: page.lastmod for url, page in self.store.current_pages().items()}
         as_of = AS_OF_US + round(self.clock.now * 1_000_000)
+        final: set[str] = set()
+        removed = {site.host: site for site in self.sim_sites if site.removing}
+        with_news = {str(b["url"]) for b in events.accepted if b.get("news")}
+        for tree in self.trees.values():
+            site = next((s for s in self.sim_sites if s.prefix == tree.prefix), None)
+            if site is not None and site.removing:
+                self._check_removed(site)
+                continue
+            accepted = events.accepted if site is None else site.events.accepted
+            with_news |= {str(b["url"]) for b in accepted if b.get("news")}
+            final |= self._check_tree(tree, accepted, as_of)
+        self._check_queues(events, {body for s in removed.values() for _, body, _ in s.events.sends})
+        if not self.notifiers:  # nothing hears of changes: none is sent, nothing polls the notify queue
+            if self.queues["NotifyQueue"].counter or self.http.posts:
+                violations.append(f"{self.queues['NotifyQueue'].counter} change records sent with no notifier on")
+            return
+        gone = tuple(f"{site.origin}/" for site in removed.values())  # its announcements went with it
+        told = (url for post in self.http.posts if post.status == 200 for url in post.urls)
+        notified = Counter(url for url in told if not url.startswith(gone))
+        ever = {url for url in self.ever if not url.startswith(gone)}
+        for url in sorted(ever - set(notified)):
+            violations.append(f"{url} was published but never notified")
+        # Only what a published file gained, lost or changed is announced: never a page no file ever showed (a page
+        # added and deleted before any rebuild showed it, or a delete of a page never published).
+        for url in sorted(set(notified) - ever):
+            violations.append(f"{url} was notified but no file ever showed it")
+        for url, count in sorted(notified.items()):
+            # Each content shown is announced once, and each removal from every file at most once.
+            changes = self._shown_changes[url] + self._shown_removals[url]
+            retries = sum(1 for p in self.http.posts if p.status == 200 and url in p.urls and p.task in self._crashed)
+            if count > changes + retries:
+                violations.append(f"{url} notified {count} times for {changes} changes")
+        violations += self._last_announced(final, with_news, ever)
+
+    def _check_removed(self, site: SimSite) -> None:
+        """A removed site leaves nothing behind: no object under its prefix, no item under its keys, no item."""
+        left = sorted(n for n in self.s3.objects if n.startswith(site.prefix))
+        if left:
+            self.result.violations.append(f"removed site {site.host} left {len(left)} objects: {left[:3]}")
+        store = self.store.sites.get(site.pk_prefix)
+        if store is not None and store.item_count():
+            self.result.violations.append(f"removed site {site.host} left {store.item_count()} items")
+        if self.directory.sites.get(site.host) is not None or not site.removed:
+            self.result.violations.append(f"removed site {site.host}: its removal did not finish")
+
+    def _check_tree(self, tree: Tree, accepted: list[dict[str, Any]], as_of: int) -> set[str]:
+        """One site's files against the reference models; the URLs they show."""
+        violations = self.result.violations
+        objects = self._tree_objects(tree)
+        published = {n: o.data for n, o in objects.items() if n.endswith((".xml", ".xml.gz"))}
+        store = self.store.for_site(tree.prefix and f"site#{tree.host}#")
+        recorded = {url: page.lastmod for url, page in store.current_pages().items()}
         limits = Limits(max_urls=self.max_urls, max_files_per_index=self.max_files_per_index)
-        site = expected_site(accepted, limits, as_of, recorded, violations)
+        site = expected_site(accepted, limits, as_of, recorded, violations, tree.base)
         expected = site.all_bytes() if site.files else {}  # an index must name a sitemap: none without pages
         # And against the reference model written from the rules alone (tests/oracle.py), not from the core.
         independent = oracle.check_published(published, accepted, as_of, recorded)
-        violations += [f"independent model: {problem}" for problem in independent]
-        feed = self.s3.objects.get(FEED_NAME)
+        violations += [f"independent model: {tree.prefix}{problem}" for problem in independent]
+        feed = objects.get(FEED_NAME)
         if self.pipeline.settings.feed_entries and feed is not None:  # the feed names live pages only, at most 5
             live = {url for name, data in expected.items() if name.endswith(".xml.gz") for url in self._entries(data)}
             ids = [
@@ -626,7 +783,7 @@ class Simulation:
             if len(ids) > self.pipeline.settings.feed_entries or set(ids) - live:
                 violations.append(f"the feed lists {sorted(set(ids) - live)} that no file shows, or too many")
         if self.pipeline.settings.text_sitemaps:  # each file's text twin lists its URLs; no twin of nothing
-            texts = {n: o.data for n, o in self.s3.objects.items() if n.endswith(".txt") and n.startswith("sitemap-")}
+            texts = {n: o.data for n, o in objects.items() if n.endswith(".txt") and n.startswith("sitemap-")}
             for name in sorted(n for n in expected if n.endswith(".xml.gz")):
                 urls = "".join(f"{url}\n" for url in self._entries(expected[name]))
                 if texts.pop(text_twin(name), None) != urls.encode():
@@ -639,60 +796,62 @@ class Simulation:
             schema = schemas[1] if INDEX_FILE.fullmatch(name) else schemas[0]
             if not schema.validate(etree.fromstring(gzip.decompress(data) if name.endswith(".gz") else data)):
                 violations.append(
-                    f"published {name} is invalid by the official schema: {str(schema.error_log).splitlines()[-1:]}"
+                    f"published {tree.prefix}{name} is invalid by the official schema: "
+                    f"{str(schema.error_log).splitlines()[-1:]}"
                 )
         for name in sorted(set(published) | set(expected)):
             if published.get(name) != expected.get(name):
                 state = "missing" if name not in published else "unexpected" if name not in expected else "differs"
-                violations.append(f"published {name} {state} (reference model)")
+                violations.append(f"published {tree.prefix}{name} {state} (reference model)")
+        return {url for data in published.values() if data[:2] == b"\x1f\x8b" for url in self._entries(data)}
+
+    def _check_queues(self, events: Events, removed_sites: set[str]) -> None:
+        """The ingest dead-letter queue holds the rejected events with their reasons (and may hold the events of a
+        site removed during the sequence, refused as no site's); every other queue is empty."""
+        violations = self.result.violations
         dead = self.ingest_queue.dead_letter
         assert dead is not None
         # A crash after the dead-letter send delivers the event again, so a malformed event may be there twice.
         # An event that failed on every receive is there with the error as its reason, and the alarm is on.
-        if {m.body for m in dead.messages} != events.malformed | events.failing:
+        bodies = {m.body for m in dead.messages}
+        if bodies - removed_sites != events.malformed | events.failing:
             violations.append(f"ingest DLQ holds {sorted(m.body for m in dead.messages)}, not the rejected events")
         for message in dead.messages:
             reason = message.attributes.get("reason", "")
             if not reason or (message.body in events.failing and "ValidationException" not in reason):
                 violations.append(f"ingest DLQ message {message.body[:60]} has the reason {reason!r}")
+            host = body_host(message.body) if message.body in removed_sites else None
+            if host is not None and f"host {host!r} is not a site of this stack" not in reason:
+                violations.append(f"ingest DLQ message {message.body[:60]} of a removed site has {reason!r}")
         if events.failing and not _alarm_on(dead.depth()):
             violations.append("the ingest dead-letter alarm would not fire")
         self.result.dead_lettered = sum(1 for m in dead.messages if m.body in events.failing)
         for queue in self.queues.values():
             if queue is not dead and queue.depth():
                 violations.append(f"{queue.name} still holds {queue.depth()} messages")
-        if not self.notifiers:  # nothing hears of changes: none is sent, nothing polls the notify queue
-            if self.queues["NotifyQueue"].counter or self.http.posts:
-                violations.append(f"{self.queues['NotifyQueue'].counter} change records sent with no notifier on")
-            return
-        notified = Counter(url for post in self.http.posts if post.status == 200 for url in post.urls)
-        final = {url for data in published.values() if data[:2] == b"\x1f\x8b" for url in self._entries(data)}
-        for url in sorted(set(self.ever) - set(notified)):
-            violations.append(f"{url} was published but never notified")
-        # Only what a published file gained, lost or changed is announced: never a page no file ever showed (a page
-        # added and deleted before any rebuild showed it, or a delete of a page never published).
-        for url in sorted(set(notified) - set(self.ever)):
-            violations.append(f"{url} was notified but no file ever showed it")
-        for url, count in sorted(notified.items()):
-            # Each content shown is announced once, and each removal from every file at most once.
-            changes = self._shown_changes[url] + self._shown_removals[url]
-            retries = sum(1 for p in self.http.posts if p.status == 200 and url in p.urls and p.task in self._crashed)
-            if count > changes + retries:
-                violations.append(f"{url} notified {count} times for {changes} changes")
-        violations += self._last_announced(final, {str(b["url"]) for b in accepted if b.get("news")})
 
-    def _last_announced(self, final: set[str], with_news: set[str]) -> list[str]:
+    def _last_announced(self, final: set[str], with_news: set[str], ever: set[str]) -> list[str]:
         """Every change is announced: what IndexNow was last told of each page ever shown (or is to be told once
         its quiet window ends: a held change) is what the files show at the end: removed for a page no file
         shows, and the digest of the entry a file shows (for pages that never had news: an entry that differs only
         by news too old to be shown is not announced again, so the digest told may be an earlier one's)."""
         found: list[str] = []
         now_s = AS_OF_US // 1_000_000 + round(self.clock.now)
-        held = self.store.held("indexnow", now_s)
-        current = self.store.current_pages()
-        pages = {url: current.get(url) for url in self.ever}
-        for url in sorted(self.ever):
-            record = self.store.sent.get((sent_pk(url), "indexnow"))
+        for tree in self.trees.values():
+            store = self.store.for_site(tree.prefix and f"site#{tree.host}#")
+            urls = {url for url in ever if url.startswith(f"{tree.base}/")}
+            found += self._announced(store, urls, final, with_news, now_s)
+        return found
+
+    def _announced(
+        self, store: FakeStore, urls: set[str], final: set[str], with_news: set[str], now_s: int
+    ) -> list[str]:
+        found: list[str] = []
+        held = store.held("indexnow", now_s)
+        current = store.current_pages()
+        pages = {url: current.get(url) for url in urls}
+        for url in sorted(urls):
+            record = store.sent.get((store.prefix + sent_pk(url), "indexnow"))
             told = held[url].digest if url in held else record[1].digest if record is not None else None
             page = pages[url]
             if url not in final and told != "":

@@ -361,3 +361,19 @@ def test_a_site_s_notifier_features_need_the_stack_s_and_its_key_is_no_sitemap_n
     # and a host with a port would put a ':' in its keys, which the grants' wildcards are not documented to cross
     with pytest.raises(SiteRefused, match="on a port other than its scheme's default"):
         stack.add("https://www.example.fr:8443")
+
+
+def test_a_removal_waits_for_the_cache_and_the_longest_run_of_a_function_that_works_for_a_site() -> None:
+    # The functions that route by site (template.yaml): a removal deleting sooner than the cache's lifetime plus
+    # the longest of their timeouts can leave what one of them writes after the deletion (make soak found it)
+    from sitemap_updater.local.stack import load_template
+    from sitemap_updater.service.sites import LONGEST_SITE_FUNCTION_S, REMOVAL_WAIT_S
+    from sitemap_updater.wiring.sites import CACHE_SECONDS
+    from tests.sim.world import TEMPLATE
+
+    resources = load_template(TEMPLATE)["Resources"]
+    routed = ("IngestFunction", "RebuildShardFunction", "RebuildIndexFunction", "SweepFunction", "UpkeepFunction",
+              "ReconcileFunction", "NotifyFunction")  # fmt: skip
+    longest = max(int(resources[name]["Properties"]["Timeout"]) for name in routed)
+    assert LONGEST_SITE_FUNCTION_S == longest == 300
+    assert CACHE_SECONDS + longest == REMOVAL_WAIT_S

@@ -132,8 +132,9 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
             for name in changed:
                 if not pipeline.bucket.publish(name, indexes[name], generation):
                     raise StaleIndex("a newer index was published meanwhile; retrying with a newer snapshot")
-            if len(indexes) > 1 or len(published) > 1:  # a site that has, or had, further index files: delete
-                # those it no longer needs, also one an index rebuild of an older generation wrote meanwhile
+            # A site that has, or had, further index files (while unsettled, ``published`` names those alone): delete
+            # those it no longer needs, also one an index rebuild of an older generation wrote meanwhile.
+            if len(indexes) > 1 or any(is_further_index(name) for name in published):
                 listed = pipeline.bucket.names(INDEX_FILE_PREFIX)
                 further = {name for name in [*published, *listed] if is_further_index(name)}
                 for gone in sorted(further - set(indexes)):

@@ -2,10 +2,10 @@
 ingest does with an event whose host is no site of the stack.
 
 Removing a site marks its item ``removing`` first (its events are refused from then on, within the functions'
-cache lifetime), then, through the site's own pipeline (whose ports see its tree only), deletes every object under
-its prefix and every item under its partition keys (``Manifest.delete_site_records``), then its item. Nothing
-outside its prefixes is read or written but the list of sites. A removal cut short is run again: each step finds
-what is left.
+cache lifetime), waits ``REMOVAL_WAIT_S`` (no function is still writing the site's files then), then, through the
+site's own pipeline (whose ports see its tree only), deletes every object under its prefix and every item under
+its partition keys (``Manifest.delete_site_records``), then its item. Nothing outside its prefixes is read or
+written but the list of sites. A removal cut short is run again: each step finds what is left.
 """
 
 from __future__ import annotations
@@ -24,6 +24,15 @@ from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.sites import REMOVING, SiteConfig, SiteConfigError
 
 _INDEX = re.compile(r"sitemap(-index-\d+)?\.xml")  # core/render.py index_name
+
+# How long a removal waits between marking the site ``removing`` and deleting its tree. Until every function's cache
+# has read the mark (CACHE_SECONDS, wiring/sites.py), a function may still take the site's messages as an active
+# site's; an invocation that took them runs until its timeout at most. The longest timeout of a function that works
+# for a site is the hourly sweep's and reconciliation's (300 s, template.yaml; tests/unit/test_sites.py holds the
+# sum to it). Deleting sooner leaves what such an invocation writes after the deletion (make soak found it: files
+# and records of a removed site put by a rebuild that read the site as active before the mark).
+LONGEST_SITE_FUNCTION_S = 300
+REMOVAL_WAIT_S = 60 + LONGEST_SITE_FUNCTION_S
 
 
 class SiteRefused(ValueError):

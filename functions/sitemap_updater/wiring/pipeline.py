@@ -180,8 +180,10 @@ def use_executions(executions: Executions | None) -> None:
     _executions = executions
 
 
-def use_pipeline(pipeline: Pipeline | None, notifiers: Notifiers | None = None) -> None:
-    """Run the handlers of this process against ``pipeline`` (local runs and tests); None resets."""
-    global _current, _notifiers
+def use_pipeline(pipeline: Pipeline | None, notifiers: Notifiers | None = None, sites: Sites | None = None) -> None:
+    """Run the handlers of this process against ``pipeline`` (local runs and tests), and its sites through
+    ``sites`` (a simulation's cache on its virtual clock; None: ``current_sites`` makes one); None resets."""
+    global _current, _notifiers, _sites
     _current = pipeline
     _notifiers = notifiers
+    _sites = sites
