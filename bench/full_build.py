@@ -218,7 +218,7 @@ FINDINGS = [
     "X-Ray SDK's import alone cost about 240 ms; `Tracing: Active` still records each invocation), and the "
     "clients come from a plain botocore session (no boto3 or s3transfer).",
     "- **Cost**: see the incremental section: no CloudFront invalidations, reads proportional to the change, "
-    "index rebuilds coalesced, a rebuild's files on eight threads, ingest's two conditional puts, one snapshot "
+    "index rebuilds coalesced, a rebuild's files on eight threads, an update's one conditional put, one snapshot "
     "object per rebuild, busy sections paced. The figures per scenario and per freshness setting are the "
     "incremental section's tables, the projections to 100M pages the Scale section's.",
 ]
