@@ -33,6 +33,9 @@ import sitemap_updater.service.build as build_module
 from sitemap_updater.cli import main
 
 where, how, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# As a terminal runs a command in the foreground: Ctrl-C interrupts it, even when the tests themselves were started
+# in the background (whose commands inherit SIGINT ignored, and Python then installs no handler of its own).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 build_module._CHUNK_BYTES = 4096
 
 
