@@ -237,8 +237,12 @@ def _decide(
             store.put_entry(write, current=True)
             return Outcome.NOOP, None
         # A newer deletion of a deleted page: only the rank moves, the tombstone (done) is kept; nothing is dirty.
-        kept = store.put_state(write, expected, "", old.entry_rank or old.rank)
-        return (Outcome.NOOP, None) if kept else (None, None)
+        # Unless the item is not that tombstone: a move out of the section whose page state was never written
+        # (it died after its removal marker) left its marker there, which moves no lastmod: the tombstone is
+        # written again below.
+        if item is not None and item.rank == (old.entry_rank or old.rank):
+            kept = store.put_state(write, expected, "", old.entry_rank or old.rank)
+            return (Outcome.NOOP, None) if kept else (None, None)
     return _record(write, expected, pipeline, marks, old if unsent else None)
 
 
