@@ -18,6 +18,7 @@ from pytest_httpserver import HTTPServer
 from sitemap_updater.adapters.manifest import page_pk
 from sitemap_updater.adapters.storage import SitemapBucket
 from sitemap_updater.adapters.webhook_documents import DocumentUrls
+from sitemap_updater.handlers import notify as notify_handler
 from sitemap_updater.handlers import rebuild_index as index_handler
 from sitemap_updater.handlers import reconcile as reconcile_handler
 from sitemap_updater.handlers import sweep as sweep_handler
@@ -167,7 +168,7 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         use_pipeline(run.pipeline)
         try:
             with run.iam.acting_as("UpkeepFunction"):
-                assert upkeep.handler({}, cast(Any, LocalContext("news"))) == {"news_expired": 1, "cleanups": 0}
+                assert upkeep.handler({}, cast(Any, LocalContext("news")))["news_expired"] == 1
         finally:
             use_pipeline(None)
         run.drain()
@@ -265,6 +266,7 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
 
 
 SECOND = "https://www.example.de"
+WAKE_UP = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
 
 def _site_tree(run: LocalRun, host: str) -> dict[str, bytes]:
@@ -276,11 +278,16 @@ def _site_tree(run: LocalRun, host: str) -> dict[str, bytes]:
     return {n[len(prefix) :]: s3.get_object(Bucket=bucket, Key=n)["Body"].read() for n in names}
 
 
-def _hourly(run: LocalRun, function: str, handler: Callable[..., Any]) -> Any:
+class _OutOfTime(LocalContext):
+    def get_remaining_time_in_millis(self) -> int:
+        return 0
+
+
+def _hourly(run: LocalRun, function: str, handler: Callable[..., Any], event: Any = None, late: bool = False) -> Any:
     use_pipeline(run.pipeline)
     try:
         with run.iam.acting_as(function):
-            return handler({}, cast(Any, LocalContext(function)))
+            return handler(event or {}, cast(Any, (_OutOfTime if late else LocalContext)(function)))
     finally:
         use_pipeline(None)
 
@@ -340,6 +347,21 @@ def _second_site(run: LocalRun, now: list[datetime]) -> None:
     left = (f"{SECOND}/blog/p0", f"{SECOND}/blog/p4", f"{SECOND}/news/today")
     assert run.send_wave(bodies([event(url, type="delete", version=9) for url in left])).events["accepted"] == 3
     assert not any(n.startswith("sitemap") and n.endswith(".xml") for n in _site_tree(run, host))
+    # And a run out of time visits the stack's own site only, and the next begins with the site it left
+    for function, job in (("SweepFunction", sweep_handler), ("UpkeepFunction", upkeep), ("ReconcileFunction",
+                                                                                      reconcile_handler)):  # fmt: skip
+        assert _hourly(run, function, job.handler, late=True)["sites_left"] == 1
+        assert _hourly(run, function, job.handler)["sites"] == 2
+    # And once a change is no longer held, the wake-ups stop visiting the site
+    assert set(directory.marks("held")) == {host}
+    now[0] += timedelta(hours=2)
+    wake_up = {"Records": [{"messageId": "w", "body": json.dumps(WAKE_UP), "attributes": {}}]}
+    _hourly(run, "NotifyFunction", notify_handler.handler, wake_up)
+    assert directory.marks("held") == {}
+    # And quiet for an hour, the site is no longer visited by the hourly functions
+    assert _hourly(run, "SweepFunction", sweep_handler.handler)["unmarked"] == 1
+    assert directory.marks("active") == {}
+    assert _hourly(run, "UpkeepFunction", upkeep.handler)["sites"] == 1
 
 
 def test_a_call_outside_the_policy_is_denied_as_aws_denies_it(local_run: Any) -> None:

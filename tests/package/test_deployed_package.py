@@ -289,8 +289,8 @@ def test_every_function_runs_from_the_built_package(
         assert claims["scope"] == "https://www.googleapis.com/auth/webmasters"
     assert submitted == [f"Bearer {TOKEN}"]
     # and the sweep read robots.txt and found nothing to do
-    assert swept == {"requeued": 0}
-    assert expired == {"news_expired": 0, "cleanups": 0}
+    assert swept == {"requeued": 0, "sites": 1, "sites_left": 0, "unmarked": 0}
+    assert expired == {"news_expired": 0, "cleanups": 0, "sites": 1, "sites_left": 0}
     assert [r.path for r, _ in site.log if r.path == "/robots.txt"] == ["/robots.txt"]
     # without reading the Search Console secret (its role may not), which leaves google-auth unloaded
     assert "google.oauth2.service_account" not in functions.modules["sweep"]

@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -35,6 +35,8 @@ from tests.conftest import AS_OF_US
 from tests.sim.dynamo import FakeDynamoClient, check_item, check_key
 from tests.sim.scheduler import Clock, Scheduler
 from tests.sim.throughput import Throughput
+
+_T = TypeVar("_T")
 
 
 def _client_error(code: str, operation: str) -> ClientError:
@@ -692,11 +694,45 @@ class FakeIndexNow:
 # --- the sites added at run time -----------------------------------------------------------------------------
 class FakeSites:
     """The ``SiteDirectory`` port as a dictionary (adapters/sites.py keeps it in the manifest table); ``reads``
-    counts the sites read one by one, as the functions do."""
+    counts the sites read one by one, as the functions do. The register of marks and cursors the scheduled
+    functions visit the sites by goes through the scheduler (``sched``): its calls are where faults strike and
+    other invocations interleave, as the manifest's do."""
 
-    def __init__(self) -> None:
+    def __init__(self, sched: Scheduler | None = None) -> None:
         self.sites: dict[str, SiteConfig] = {}
         self.reads = 0
+        self._sched = sched
+        self.marked: dict[tuple[str, str], int] = {}  # (kind, host) -> when written, µs
+        self.cursors: dict[str, str] = {}
+        self.mark_writes = 0
+
+    def _call(self, name: str, call: Callable[[], _T]) -> _T:
+        return call() if self._sched is None else self._sched.point(f"dynamodb.{name}", call)
+
+    def mark(self, kind: str, host: str, at_us: int) -> None:
+        def put() -> None:
+            self.marked[(kind, host)] = at_us
+            self.mark_writes += 1
+
+        self._call("put_item", put)
+
+    def marks(self, kind: str) -> dict[str, int]:
+        return self._call("query", lambda: {h: at for (k, h), at in sorted(self.marked.items()) if k == kind})
+
+    def unmark(self, kind: str, host: str, at_us: int | None = None) -> bool:
+        def delete() -> bool:
+            if at_us is not None and self.marked.get((kind, host)) != at_us:
+                return False
+            self.marked.pop((kind, host), None)
+            return True
+
+        return self._call("delete_item", delete)
+
+    def cursor(self, job: str) -> str:
+        return self._call("get_item", lambda: self.cursors.get(job, ""))
+
+    def set_cursor(self, job: str, host: str) -> None:
+        self._call("put_item", lambda: self.cursors.__setitem__(job, host))
 
     def get_site(self, host: str) -> SiteConfig | None:
         self.reads += 1

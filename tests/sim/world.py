@@ -284,7 +284,7 @@ class Simulation:
         self.store.refused_urls.add(REFUSED_URL)
         self.s3 = FakeS3(self.sched, watch=self._watch)
         self.http = FakeIndexNow(self.sched, random.Random(self.config.seed * 31 + 3), self.config.busy_rate)
-        self.directory = FakeSites()
+        self.directory = FakeSites(self.sched)
         by_url = {physical[k]: q for k, q in self.queues.items()}
 
         def queue(url: str) -> SimQueue:

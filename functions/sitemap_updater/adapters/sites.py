@@ -3,9 +3,12 @@
 | item | pk | sk | what |
 |---|---|---|---|
 | site | ``sites`` | ``<host>`` | ``v``, ``site``: the site's configuration as JSON (``sites.py``), ``state`` |
+| mark | ``sites#marks`` | ``<kind>#<host>`` | ``v``, ``at``: when it was last written, µs (service/site_marks.py) |
+| cursor | ``sites#marks`` | ``cursor#<job>`` | ``v``, ``host``: the last site a scheduled job's run visited |
 
 The functions read one site by its host (GetItem, eventually consistent: half a read unit; cached,
-``wiring/sites.py``); ``sites list`` reads the partition (Query).
+``wiring/sites.py``); ``sites list`` reads the partition (Query). The scheduled functions read the marks of a kind
+with one Query of their partition (strongly consistent: a mark just written is seen).
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from sitemap_updater.adapters.dynamo_values import checked
+from sitemap_updater.adapters.dynamo_values import conditional as _conditional
 from sitemap_updater.adapters.dynamo_values import n as _n
 from sitemap_updater.adapters.dynamo_values import s as _s
 from sitemap_updater.core.formats import ITEMS
-from sitemap_updater.core.site_keys import SITES_PK
+from sitemap_updater.core.site_keys import MARKS_PK, SITES_PK
 from sitemap_updater.sites import SiteConfig
 
 if TYPE_CHECKING:
@@ -52,6 +56,51 @@ class SiteItems:
         for page in pages:
             sites += [site_from_item(item) for item in page.get("Items", [])]
         return sites
+
+    def mark(self, kind: str, host: str, at_us: int) -> None:
+        item = {"pk": _s(MARKS_PK), "sk": _s(f"{kind}#{host}"), "v": _n(ITEMS), "at": _n(at_us)}
+        self._client.put_item(TableName=self.table, Item=item)
+
+    def marks(self, kind: str) -> dict[str, int]:
+        found: dict[str, int] = {}
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :kind)",
+            ExpressionAttributeValues={":pk": _s(MARKS_PK), ":kind": _s(f"{kind}#")},
+            ConsistentRead=True,
+        )
+        for page in pages:
+            for item in page.get("Items", []):
+                checked(item, ITEMS, f"the mark {item['sk']['S']}")
+                found[item["sk"]["S"].removeprefix(f"{kind}#")] = int(item["at"]["N"])
+        return found
+
+    def unmark(self, kind: str, host: str, at_us: int | None = None) -> bool:
+        key = {"pk": _s(MARKS_PK), "sk": _s(f"{kind}#{host}")}
+        if at_us is None:
+            self._client.delete_item(TableName=self.table, Key=key)
+            return True
+        return _conditional(
+            lambda: self._client.delete_item(
+                TableName=self.table,
+                Key=key,
+                ConditionExpression="#at = :at",
+                ExpressionAttributeNames={"#at": "at"},
+                ExpressionAttributeValues={":at": _n(at_us)},
+            )
+        )
+
+    def cursor(self, job: str) -> str:
+        key = {"pk": _s(MARKS_PK), "sk": _s(f"cursor#{job}")}
+        item = self._client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+        if item is None:
+            return ""
+        checked(item, ITEMS, f"the cursor of {job}")
+        return str(item["host"]["S"])
+
+    def set_cursor(self, job: str, host: str) -> None:
+        item = {"pk": _s(MARKS_PK), "sk": _s(f"cursor#{job}"), "v": _n(ITEMS), "host": _s(host)}
+        self._client.put_item(TableName=self.table, Item=item)
 
 
 def site_item(site: SiteConfig) -> dict[str, Any]:

@@ -27,6 +27,9 @@ MAX_GROUP_CHARS = 128
 _HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?$")
 # The partition key of the stack's list of sites (one item per site, sort key its host).
 SITES_PK = "sites"
+# The partition key of the register the scheduled functions visit the sites by (service/site_marks.py): sort keys
+# ``<kind>#<host>`` (a site's mark) and ``cursor#<job>`` (where a job's last run stopped).
+MARKS_PK = "sites#marks"
 # Under a site's prefix: the sections it has written (so that removing it finds every partition without a Scan).
 SECTIONS_PK = "sections"
 # The prefixes every site's partition keys and object keys start with.

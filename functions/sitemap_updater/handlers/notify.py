@@ -13,10 +13,11 @@ from sitemap_updater.core.messages import is_wake_up
 from sitemap_updater.handlers.counts import dashboard_count
 from sitemap_updater.handlers.dead_letters import report_dead_letters, report_gone
 from sitemap_updater.service.batches import notify_batch
-from sitemap_updater.service.notify import search_console_hint
+from sitemap_updater.service.notify import nothing_held, search_console_hint
 from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.site_marks import HELD, Due, clear_if_quiet, visit
 from sitemap_updater.wiring.pipeline import current_notifiers, current_sites
-from sitemap_updater.wiring.sites import all_sites, message_site, route
+from sitemap_updater.wiring.sites import due_sites, message_site, route
 
 logger = Logger()
 metrics = Metrics()
@@ -30,12 +31,25 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     for pipeline, records in routed.batches:  # the scheduled wake-up names no site: the stack's own site's
         failures += _notify(records, pipeline)
     wake_ups = [r for r in event.get("Records", []) if _is_wake_up(r)]
-    if wake_ups:  # every other site's held changes are due on the same minute
-        for pipeline in all_sites(current_sites())[1:]:
-            if pipeline.settings.indexnow_key:
-                _notify(wake_ups[:1], pipeline)  # a failure is retried by the next wake-up
+    if wake_ups:  # the held changes of the sites added at run time are due on the same minute
+        _wake_sites(wake_ups[0], context.get_remaining_time_in_millis() / 1000)
     report_gone(logger, routed.gone)
     return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
+
+
+def _wake_sites(wake_up: dict[str, Any], seconds: float) -> None:
+    """The wake-up of each site marked as holding changes back (service/site_marks.py); a failure is retried by
+    the next wake-up. A site found holding nothing is no longer visited until it holds a change again."""
+    sites = current_sites()
+    directory = sites.stack.directory
+
+    def work(due: Due) -> None:
+        if due.pipeline.settings.indexnow_key:
+            _notify([wake_up], due.pipeline)
+        if due.marked_us is not None and directory is not None:
+            clear_if_quiet(due.pipeline, directory, HELD, due.host, due.marked_us, nothing_held)
+
+    visit("wake-up", [due for due in due_sites(sites, HELD) if due.host], directory, work, seconds)
 
 
 def _notify(records: list[dict[str, Any]], pipeline: Pipeline) -> list[str]:

@@ -8,18 +8,20 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sitemap_updater.service.sweep import upkeep
+from sitemap_updater.service.site_marks import ACTIVE
+from sitemap_updater.service.sweep import upkeep_sites
 from sitemap_updater.wiring.pipeline import current_sites
-from sitemap_updater.wiring.sites import all_sites
+from sitemap_updater.wiring.sites import due_sites
 
 logger = Logger()
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    news_expired = cleanups = 0
-    for pipeline in all_sites(current_sites()):  # the stack's own site, then each site added at run time
-        done = upkeep(pipeline)
-        news_expired, cleanups = news_expired + done.news_expired, cleanups + done.cleanups
-    logger.info("upkeep done", extra={"news_expired": news_expired, "cleanups": cleanups})
-    return {"news_expired": news_expired, "cleanups": cleanups}
+    sites = current_sites()
+    # The stack's own site, then each site added at run time that is marked active (service/site_marks.py).
+    done = upkeep_sites(due_sites(sites, ACTIVE), sites.stack.directory, context.get_remaining_time_in_millis() / 1000)
+    counts = {"news_expired": done.news_expired, "cleanups": done.cleanups, "sites": done.visited,
+              "sites_left": done.left}  # fmt: skip
+    logger.info("upkeep done", extra=counts)
+    return counts

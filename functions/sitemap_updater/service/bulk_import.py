@@ -17,6 +17,7 @@ from sitemap_updater.service.ingest import page_write
 from sitemap_updater.service.parked import replay_parked
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import SectionRebuild, rebuild_section
+from sitemap_updater.service.site_marks import ACTIVE
 
 
 class ImportRefused(RuntimeError):
@@ -63,6 +64,8 @@ def import_events(bodies: Iterable[str | bytes | LongLine], pipeline: Pipeline) 
         return result
     newest = reduce_states(states)
     writes = [page_write(state) for state in newest.values()]
+    if pipeline.marks is not None:  # a site added at run time: the hourly functions visit it from now on
+        pipeline.marks.touch(ACTIVE)
     # Until the import's own index: a run that dies may run again.
     pipeline.store.set_import_running(True, to_micros(pipeline.clock()))
     pipeline.store.import_pages(writes)

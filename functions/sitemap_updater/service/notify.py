@@ -17,6 +17,7 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.pages import SentRecord
 from sitemap_updater.ports import Http, HttpResponse, SearchConsoleApi
 from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.site_marks import HELD
 
 MAX_URLS_PER_REQUEST = 10_000
 MAX_ATTEMPTS = 4
@@ -215,6 +216,8 @@ def _indexnow(
     plan = plan_indexnow(digests, held, sent, now_s, ranks)
     result.already_sent, result.held = sorted(plan.done), sorted(plan.hold)
     if plan.hold:
+        if pipeline.marks is not None:  # a site added at run time: the wake-ups visit it while it holds changes
+            pipeline.marks.touch(HELD)
         store.hold(plan.hold, INDEXNOW, max(h.quiet_until_s for h in plan.hold.values()) + SENT_RETENTION_S)
     fresh = sorted(plan.send)
     if fresh:
@@ -313,6 +316,11 @@ def update_feed(pipeline: Pipeline, changes: list[FeedChange]) -> bool:
 def _deleted(pipeline: Pipeline, url: str) -> bool:
     page = pipeline.store.get_page(url)
     return page is None or page.kind == "deleted"
+
+
+def nothing_held(pipeline: Pipeline) -> bool:
+    """Whether the site holds no change back for IndexNow's quiet window (its wake-ups have nothing to send)."""
+    return not pipeline.store.held(INDEXNOW, int(pipeline.clock().timestamp()))
 
 
 def search_console_hint(status: int) -> str:

@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sitemap_updater.core.event_rules import Horizon
 from sitemap_updater.core.sharding import Limits
 from sitemap_updater.core.urls import FilesBase, Site
 from sitemap_updater.ports import Bucket, FanOut, Manifest, Queue, SiteDirectory
 from sitemap_updater.settings import Settings
+
+if TYPE_CHECKING:
+    from sitemap_updater.service.site_marks import SiteMarks
 
 
 def utc_now() -> datetime:
@@ -50,6 +53,9 @@ class Pipeline:
     notify_dead_letters: Queue | None = None
     # The sites added to the stack at run time (wiring/sites.py picks a site's pipeline); None: none are read.
     directory: SiteDirectory | None = None
+    # A site added at run time: its marks in the register the scheduled functions visit sites by
+    # (service/site_marks.py); None: the stack's own site, which they always visit.
+    marks: SiteMarks | None = None
     site: Site = field(init=False)
     files: FilesBase = field(init=False)  # where the files are served: the site, its sitemaps' own host, a path
     limits: Limits = field(init=False)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sitemap_updater.core.messages import index_request, repair_message
@@ -27,10 +28,13 @@ from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.render import is_further_index
 from sitemap_updater.core.sharding import INDEX_NAME, text_twin
 from sitemap_updater.core.snapshots import written_us as snapshots_written
+from sitemap_updater.ports import SiteDirectory
 from sitemap_updater.service.index import UNSETTLED, published_indexes
 from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.site_marks import Due, visit
 
 HOUR_US = 3_600_000_000
+DAY_US = 24 * HOUR_US
 DEFAULT_BUDGET = 200  # files checked per run: 200 GETs an hour, about $0.06 a month
 MIN_AGE_S = 3_600
 
@@ -47,17 +51,22 @@ class Reconciliation:
 
 
 def reconcile(
-    pipeline: Pipeline, budget: int = DEFAULT_BUDGET, min_age_s: int = MIN_AGE_S, repair: bool = True
+    pipeline: Pipeline,
+    budget: int = DEFAULT_BUDGET,
+    min_age_s: int = MIN_AGE_S,
+    repair: bool = True,
+    period_us: int = HOUR_US,
 ) -> Reconciliation:
     """Check this run's slice of the published files and the index files; repair what differs (``repair``;
-    without it, only report: ``verify --stack`` compares the whole published tree with the manifests so)."""
+    without it, only report: ``verify --stack`` compares the whole published tree with the manifests so). The
+    slice is the one of this ``period_us`` (an hour; a day for a site visited once a day)."""
     now = to_micros(pipeline.clock())
     store, bucket = pipeline.store, pipeline.bucket
     result = Reconciliation()
     records = store.files()
     live = sorted((f for f in records if f.state == "live"), key=lambda f: f.name)
     runs = max(1, -(-len(live) // budget))
-    turn = (now // HOUR_US) % runs
+    turn = (now // period_us) % runs
     part = live[turn * budget : (turn + 1) * budget]
     for published in part:
         result.checked.append(published.name)
@@ -134,3 +143,30 @@ def _delete_strays(
             if repair:
                 pipeline.bucket.delete(name)
             result.stray.append(name)
+
+
+@dataclass(slots=True)
+class ReconcileRun:
+    """What an hourly reconciliation found over the sites it visited."""
+
+    checked: int = 0
+    found: dict[str, list[str]] = field(default_factory=lambda: {"missing": [], "changed": [], "stray": []})
+    visited: int = 0
+    left: int = 0
+
+
+def reconcile_sites(dues: Sequence[Due], directory: SiteDirectory | None, seconds: float) -> ReconcileRun:
+    """Reconcile the stack's own site and each site to visit (service/site_marks.py) while the run's time allows:
+    a site marked active each hour, any other on its day's turn (its slices are a day's then)."""
+    run = ReconcileRun()
+
+    def work(due: Due) -> None:
+        period = HOUR_US if not due.host or due.marked_us is not None else DAY_US
+        done = reconcile(due.pipeline, period_us=period)
+        run.checked += len(done.checked)
+        for kind, names in (("missing", done.missing), ("changed", done.changed), ("stray", done.stray)):
+            run.found[kind] += [f"{due.host}: {name}" if due.host else name for name in names]
+
+    visits = visit("reconcile", dues, directory, work, seconds)
+    run.visited, run.left = len(visits.visited), visits.left
+    return run

@@ -4,18 +4,20 @@ whose news turned two days old), two functions that run independently of each ot
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 from sitemap_updater.core.messages import cleanup_message, news_expiry_message
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.core.urls import Site, UrlError, normalise_host
-from sitemap_updater.ports import HttpResponse, WebGet
+from sitemap_updater.ports import HttpResponse, SiteDirectory, WebGet
 from sitemap_updater.service.index import grace_over, published_indexes
 from sitemap_updater.service.marks import sweep_outboxes
 from sitemap_updater.service.parked import replay_parked
 from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.site_marks import ACTIVE, Due, active_quiet, clear_if_quiet, daily_turn, visit
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +26,7 @@ class SweepResult:
     robots_warning: str | None = None
 
 
+HOUR_US = 3_600_000_000
 ROBOTS_MAX_BYTES = 500 * 1024  # Google reads the first 500 KiB of a robots.txt and ignores the rest
 ROBOTS_SECONDS = 10.0  # the whole check, redirects included: a fraction of the sweep's 300 s
 ROBOTS_REDIRECTS = 5  # the hops Google follows for a robots.txt
@@ -117,10 +120,57 @@ def sweep(pipeline: Pipeline, web: WebGet | None = None) -> SweepResult:
     return SweepResult(requeued, warning)
 
 
+@dataclass(slots=True)
+class SweepRun:
+    """What an hourly sweep did over the sites it visited."""
+
+    requeued: int = 0
+    robots_warnings: list[str] = field(default_factory=list)
+    unmarked: int = 0  # sites found quiet: no longer visited until they are marked again
+    visited: int = 0
+    left: int = 0  # marked sites its time did not reach: the next run begins with them
+
+
+def sweep_sites(dues: Sequence[Due], directory: SiteDirectory | None, web: WebGet | None, seconds: float) -> SweepRun:
+    """Sweep the stack's own site and each marked site (service/site_marks.py) while the run's time allows; delete
+    the mark of a site found quiet. robots.txt is checked every run for the stack's own site, once a day for a
+    site added at run time (in its hour of the day)."""
+    run = SweepRun()
+
+    def work(due: Due) -> None:
+        pipeline = due.pipeline
+        hour = to_micros(pipeline.clock()) // HOUR_US
+        done = sweep(pipeline, web if not due.host or daily_turn(due.host, hour) else None)
+        run.requeued += done.requeued
+        if done.robots_warning:
+            run.robots_warnings.append(done.robots_warning)
+        if due.marked_us is not None and directory is not None:
+            run.unmarked += clear_if_quiet(pipeline, directory, ACTIVE, due.host, due.marked_us, active_quiet)
+
+    visits = visit("sweep", dues, directory, work, seconds)
+    run.visited, run.left = len(visits.visited), visits.left
+    return run
+
+
+def upkeep_sites(dues: Sequence[Due], directory: SiteDirectory | None, seconds: float) -> UpkeepResult:
+    """``upkeep`` of the stack's own site and each marked site, while the run's time allows."""
+    expired = cleanups = 0
+
+    def work(due: Due) -> None:
+        nonlocal expired, cleanups
+        done = upkeep(due.pipeline)
+        expired, cleanups = expired + done.news_expired, cleanups + done.cleanups
+
+    visits = visit("upkeep", dues, directory, work, seconds)
+    return UpkeepResult(expired, cleanups, len(visits.visited), visits.left)
+
+
 @dataclass(frozen=True, slots=True)
 class UpkeepResult:
     news_expired: int
     cleanups: int
+    visited: int = 1
+    left: int = 0
 
 
 def upkeep(pipeline: Pipeline) -> UpkeepResult:

@@ -22,13 +22,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sitemap_updater.core.messages import site_of
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.site_keys import object_prefix, pk_prefix
 from sitemap_updater.ports import SiteDirectory
 from sitemap_updater.service.pipeline import Pipeline
+from sitemap_updater.service.site_marks import ACTIVE as MARKED_ACTIVE
+from sitemap_updater.service.site_marks import Due, SiteMarks, daily_turn
 from sitemap_updater.sites import ACTIVE, SiteConfig
 from sitemap_updater.wiring.site_ports import SiteBucket, SiteQueue
 
 CACHE_SECONDS = 60.0
+HOUR_US = 3_600_000_000
 UNKNOWN_READS = 20
 
 
@@ -47,6 +51,7 @@ def site_pipeline(stack: Pipeline, site: SiteConfig) -> Pipeline:
         rebuild_queue=SiteQueue(stack.rebuild_queue, host),
         index_queue=SiteQueue(stack.index_queue, host),
         notify_queue=SiteQueue(stack.notify_queue, host),
+        marks=None if stack.directory is None else SiteMarks(stack.directory, host, stack.clock),
     )
 
 
@@ -154,6 +159,8 @@ def route(sites: Sites, records: list[dict[str, Any]], host_of: Callable[[dict[s
             if pipeline is None:
                 routed.gone[message_id] = host
                 continue
+            if pipeline.marks is not None:  # a site added at run time: the scheduled functions visit it meanwhile
+                pipeline.marks.touch(MARKED_ACTIVE)
             by_host[host] = (pipeline, [])
             routed.batches.append(by_host[host])
         by_host[host][1].append(record)
@@ -171,8 +178,24 @@ def message_site(record: dict[str, Any]) -> str:
 
 
 def all_sites(sites: Sites) -> list[Pipeline]:
-    """The stack's own site's pipeline and every active site's (the hourly functions run for each)."""
+    """The stack's own site's pipeline and every active site's (``verify --stack`` checks each)."""
     directory = sites.stack.directory
     found = [] if directory is None else directory.list_sites()
     pipelines = [sites.for_listed(site) for site in sorted(found, key=lambda s: s.host) if site.state == ACTIVE]
     return [sites.stack, *pipelines]
+
+
+def due_sites(sites: Sites, kind: str, daily: bool = False) -> list[Due]:
+    """What a scheduled run visits (service/site_marks.py): the stack's own site, then each active site with a mark
+    of ``kind``, and (``daily``) each active site whose hour of the day this is."""
+    directory = sites.stack.directory
+    own = [Due("", sites.stack)]
+    if directory is None:
+        return own
+    marked = directory.marks(kind)
+    hour = to_micros(sites.stack.clock()) // HOUR_US
+    if not marked and not daily:
+        return own  # nothing marked: not even the list of sites is read
+    listed = {site.host: site for site in directory.list_sites() if site.state == ACTIVE}
+    hosts = sorted(h for h in listed if h in marked or (daily and daily_turn(h, hour)))
+    return own + [Due(host, sites.for_listed(listed[host]), marked.get(host)) for host in hosts]
