@@ -83,7 +83,12 @@ def test_news_older_than_two_days_leaves_the_file_after_upkeep(moto_endpoint: st
         use_pipeline(run.pipeline)
         try:
             with run.iam.acting_as("UpkeepFunction"):  # its own hourly function, under its own policy
-                assert upkeep.handler({}, cast(Any, LocalContext("upkeep"))) == {"news_expired": 1, "cleanups": 0, "sites": 1, "sites_left": 0}
+                assert upkeep.handler({}, cast(Any, LocalContext("upkeep"))) == {
+                    "news_expired": 1,
+                    "cleanups": 0,
+                    "sites": 1,
+                    "sites_left": 0,
+                }
         finally:
             use_pipeline(None)
         run.drain()

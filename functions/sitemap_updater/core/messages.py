@@ -248,6 +248,11 @@ def index_change_record(generation: int, sha256: str, names: list[str]) -> Messa
     return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
 
 
+# The scheduled wake-up's body as EventBridge sends it (a Scheduled Event's fields that matter here); the notifier
+# sends it on into each site's own group that holds changes back.
+WAKE_UP: Mapping[str, Any] = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+
+
 def is_wake_up(body: Mapping[str, Any]) -> bool:
     """Whether a body on the notify queue is the scheduled wake-up (an EventBridge Scheduled Event, AWS's format)."""
     return body.get("source") == "aws.events"

@@ -74,7 +74,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # before its first change names the URLs of all its events.
     sites = current_sites()
     records = event.get("Records", [])
-    routed = route(sites, records, partial(_event_site, sites.stack))
+    routed = route(sites, records, partial(_event_site, sites.stack), mark=True)
     outcomes: Counter[str] = Counter()
     failures: list[dict[str, str]] = []
     last = DeadLetters(sites.stack.dead_letters, sites.stack.settings.ingest_max_receive_count)

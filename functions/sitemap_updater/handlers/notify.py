@@ -9,7 +9,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sitemap_updater.core.messages import is_wake_up
+from sitemap_updater.core.messages import NOTIFY_GROUP, WAKE_UP, is_wake_up
 from sitemap_updater.handlers.counts import dashboard_count
 from sitemap_updater.handlers.dead_letters import report_dead_letters, report_gone
 from sitemap_updater.service.batches import notify_batch
@@ -30,23 +30,26 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     failures = list(routed.deferred)
     for pipeline, records in routed.batches:  # the scheduled wake-up names no site: the stack's own site's
         failures += _notify(records, pipeline)
-    wake_ups = [r for r in event.get("Records", []) if _is_wake_up(r)]
-    if wake_ups:  # the held changes of the sites added at run time are due on the same minute
-        _wake_sites(wake_ups[0], context.get_remaining_time_in_millis() / 1000)
+    if any(_is_wake_up(r) and not message_site(r) for r in event.get("Records", [])):  # the schedule's minute
+        _wake_sites(context.get_remaining_time_in_millis() / 1000)
     report_gone(logger, routed.gone)
     return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
 
 
-def _wake_sites(wake_up: dict[str, Any], seconds: float) -> None:
-    """The wake-up of each site marked as holding changes back (service/site_marks.py); a failure is retried by
-    the next wake-up. A site found holding nothing is no longer visited until it holds a change again."""
+def _wake_sites(seconds: float) -> None:
+    """Wake each site added at run time that is marked as holding changes back (service/site_marks.py): a wake-up
+    in the site's own FIFO group, so that its held changes are sent in turn with its change records, never beside
+    them (two runs at once would both send a change); a failure is retried by the next minute's. A site found
+    holding nothing is no longer visited once its mark is old enough."""
     sites = current_sites()
     directory = sites.stack.directory
+    minute = int(sites.stack.clock().timestamp()) // 60
 
     def work(due: Due) -> None:
-        if due.pipeline.settings.indexnow_key:
-            _notify([wake_up], due.pipeline)
-        if due.marked_us is not None and directory is not None:
+        if not nothing_held(due.pipeline):
+            if due.pipeline.settings.indexnow_key:
+                due.pipeline.notify_queue.send(dict(WAKE_UP), NOTIFY_GROUP, f"wake-up|{minute}")
+        elif due.marked_us is not None and directory is not None:
             clear_if_quiet(due.pipeline, directory, HELD, due.host, due.marked_us, nothing_held)
 
     visit("wake-up", [due for due in due_sites(sites, HELD) if due.host], directory, work, seconds)

@@ -25,6 +25,7 @@ from sitemap_updater.core.render import INDEX_FILE_PREFIX, IndexItem, is_further
 from sitemap_updater.core.sharding import INDEX_NAME
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.rebuild import index_window
+from sitemap_updater.service.site_marks import ACTIVE
 
 UNSETTLED = "unsettled"  # the recorded index digest while a put is in flight (never a SHA-256)
 
@@ -160,7 +161,10 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
     # Files unnamed before, whose grace is over, are deleted by their sections (asked again after a crash).
     grace = settings.retired_file_grace_seconds * 1_000_000
     sections: set[str] = {f.section for f in records if grace_over(f, now, grace)}
-    for retiring in (f for f in records if f.state == "retiring"):
+    retiring_files = [f for f in records if f.state == "retiring"]
+    if retiring_files and pipeline.marks is not None:  # unnamed files: upkeep's cleanups once their grace is over
+        pipeline.marks.touch(ACTIVE)
+    for retiring in retiring_files:
         if store.move_file_state(retiring, "retiring", "unnamed", now):
             result.unnamed.append(retiring.name)
             if grace == 0:

@@ -25,6 +25,7 @@ from sitemap_updater.core.snapshots import unpack_block
 from sitemap_updater.service.announce import Announcement, announce, block_view, confirmed_puts
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.publish import Job, collect_snapshots, publish_files, snapshot_id
+from sitemap_updater.service.site_marks import ACTIVE
 
 
 @dataclass(slots=True)
@@ -292,6 +293,10 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
             pipeline.notify_queue.send(*message)
     # Only now, with the change record sent: a crash before it leaves these files as the next attempt compares with.
     in_layout = set(layout)
+    if pipeline.marks is not None and (
+        any(f.news_until_us for f in fresh) or any(old.key_range not in in_layout for old in live)
+    ):  # news to expire, files to retire: upkeep's work later (a site added at run time: visited while marked)
+        pipeline.marks.touch(ACTIVE)
     for old in live:
         if old.key_range not in in_layout and store.move_file_state(old, "live", "retiring"):
             result.retired.append(old.name)

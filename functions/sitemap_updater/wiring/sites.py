@@ -143,8 +143,11 @@ class Routed:
     why_deferred: dict[str, str] = field(default_factory=dict)  # message ID -> SiteLookupDeferred's message
 
 
-def route(sites: Sites, records: list[dict[str, Any]], host_of: Callable[[dict[str, Any]], str]) -> Routed:
-    """Group ``records`` by the site ``host_of`` names for each ("": the stack's own site)."""
+def route(
+    sites: Sites, records: list[dict[str, Any]], host_of: Callable[[dict[str, Any]], str], mark: bool = False
+) -> Routed:
+    """Group ``records`` by the site ``host_of`` names for each ("": the stack's own site); with ``mark`` (ingest,
+    whose batches open outboxes the sweep may have to send), each site added at run time is marked active first."""
     routed = Routed()
     by_host: dict[str, tuple[Pipeline, list[dict[str, Any]]]] = {}
     for record in records:
@@ -159,7 +162,7 @@ def route(sites: Sites, records: list[dict[str, Any]], host_of: Callable[[dict[s
             if pipeline is None:
                 routed.gone[message_id] = host
                 continue
-            if pipeline.marks is not None:  # a site added at run time: the scheduled functions visit it meanwhile
+            if mark and pipeline.marks is not None:  # a site added at run time: the sweep visits it meanwhile
                 pipeline.marks.touch(MARKED_ACTIVE)
             by_host[host] = (pipeline, [])
             routed.batches.append(by_host[host])
