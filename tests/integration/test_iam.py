@@ -352,13 +352,20 @@ def _second_site(run: LocalRun, now: list[datetime]) -> None:
                                                                                       reconcile_handler)):  # fmt: skip
         assert _hourly(run, function, job.handler, late=True)["sites_left"] == 1
         assert _hourly(run, function, job.handler)["sites"] == 2
-    # And once a change is no longer held, the wake-ups stop visiting the site
+    # And a page changed twice in IndexNow's quiet window: its second change is held back; the minute's wake-up
+    # wakes the site in its own group, which sends it; then, nothing held, the wake-ups stop visiting the site
+    run.send_wave(bodies([event(f"{SECOND}/blog/p10", version=20, lastmod="2026-11-22")]))
+    run.send_wave(bodies([event(f"{SECOND}/blog/p10", version=21, lastmod="2026-11-23")]))
     assert set(directory.marks("held")) == {host}
     now[0] += timedelta(hours=2)
     wake_up = {"Records": [{"messageId": "w", "body": json.dumps(WAKE_UP), "attributes": {}}]}
     _hourly(run, "NotifyFunction", notify_handler.handler, wake_up)
+    run.drain()
+    _hourly(run, "NotifyFunction", notify_handler.handler, wake_up)
     assert directory.marks("held") == {}
+    assert run.send_wave(bodies([event(f"{SECOND}/blog/p10", type="delete", version=22)])).events["accepted"] == 1
     # And quiet for an hour, the site is no longer visited by the hourly functions
+    now[0] += timedelta(hours=2)
     assert _hourly(run, "SweepFunction", sweep_handler.handler)["unmarked"] == 1
     assert directory.marks("active") == {}
     assert _hourly(run, "UpkeepFunction", upkeep.handler)["sites"] == 1
