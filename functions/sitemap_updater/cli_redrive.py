@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from sitemap_updater.cli import stack_option
+from sitemap_updater.cli_parser import stack_option
 from sitemap_updater.core.terminal import shown
 from sitemap_updater.service.redrive import DEFAULT_MAX, Action, Decision, RedriveFailed, RedriveOptions, redrive
 
