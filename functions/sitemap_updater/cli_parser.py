@@ -79,7 +79,8 @@ def _sections_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def _whole(value: str, highest: int | None = None) -> int:
+def whole_number(value: str, highest: int | None = None) -> int:
+    """An option's whole number from 1 (to ``highest``, when given)."""
     try:
         number = int(value)
     except ValueError:
@@ -102,7 +103,7 @@ def _shown(value: str) -> int | None:
 
 
 def _max_urls(value: str) -> int:
-    return _whole(value, MAX_URLS_PER_FILE)
+    return whole_number(value, MAX_URLS_PER_FILE)
 
 
 def _moment(value: str) -> datetime:
@@ -185,7 +186,9 @@ def command_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also write a text sitemap beside each file (sitemap-<section>-<start>.txt: its URLs, one a line)",
     )
-    b.add_argument("--workers", type=_whole, default=None, metavar="N", help="processes to use (default: all cores)")
+    b.add_argument(
+        "--workers", type=whole_number, default=None, metavar="N", help="processes to use (default: all cores)"
+    )
     b.add_argument("--quiet", action="store_true", help="print only the summary and rejected lines")
     b.add_argument(
         "--show-rejected",
