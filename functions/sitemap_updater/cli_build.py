@@ -85,12 +85,27 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def _build(events: Path, name: str, args: argparse.Namespace, progress: _Progress) -> BuildResult | int:
+    result, error = build_tree(events, args.out, args.site, args, progress)
+    if error is None:
+        return result
+    _recovered(result, args.out)
+    _report_lines(name, result, args)
+    print(f"sitemap-updater: nothing written, {args.out} left as it was: {error}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def build_tree(
+    events: Path, out: Path, site: Site, args: argparse.Namespace, progress: _Progress
+) -> tuple[BuildResult, str | None]:
+    """Build ``site``'s tree in ``out`` from ``events`` with the command's options; the result and None, or, when
+    nothing was written, what the build found (a refused build's lines; nothing for a limit) and why. The progress
+    line is closed either way."""
     as_of = args.as_of or datetime.now(UTC)
     try:
         result = build(
             events,
-            args.out,
-            dataclasses.replace(args.site, sections=parse_sections(args.sections)),
+            out,
+            dataclasses.replace(site, sections=parse_sections(args.sections)),
             Limits(max_urls=args.max_urls_per_file),
             to_micros(as_of),
             workers=args.workers,
@@ -99,17 +114,12 @@ def _build(events: Path, name: str, args: argparse.Namespace, progress: _Progres
             text_sitemaps=args.text_sitemaps,
         )
     except BuildRefused as exc:
-        progress.close()
-        _recovered(exc.result, args.out)
-        _report_lines(name, exc.result, args)
-        print(f"sitemap-updater: nothing written, {args.out} left as it was: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return exc.result, str(exc)
     except LimitExceeded as exc:
+        return BuildResult(), str(exc)
+    finally:
         progress.close()
-        print(f"sitemap-updater: nothing written, {args.out} left as it was: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    progress.close()
-    return result
+    return result, None
 
 
 def _recovered(result: BuildResult, out: Path) -> None:

@@ -4,20 +4,16 @@ site's in ``--out``, each other's in ``--out/sites/<host>/``, as the stack's buc
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from sitemap_updater.cli import EXIT_FAILED, EXIT_OK
-from sitemap_updater.cli_build import _Progress, _recovered, _report_lines, _summary
-from sitemap_updater.core.errors import LimitExceeded, refusal
-from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.sharding import INDEX_NAME, Limits
-from sitemap_updater.core.urls import parse_sections
-from sitemap_updater.service.build import BuildRefused, BuildResult, Rejection, build
+from sitemap_updater.cli_build import _Progress, _recovered, _report_lines, _summary, build_tree
+from sitemap_updater.core.errors import refusal
+from sitemap_updater.core.sharding import INDEX_NAME
+from sitemap_updater.service.build import BuildResult, Rejection
 from sitemap_updater.service.build_sites import SiteLines, site_folder, split_by_site
 from sitemap_updater.service.scratch import scratch_folder, sweep
 
@@ -46,7 +42,7 @@ def build_sites(source: Path, name: str, args: argparse.Namespace, progress: _Pr
                 failed.append(f"{part.site.base_url}: no events in {name}; {out} left as it was")
                 continue
             started = time.perf_counter()
-            result, error = _build_one(part, out, args, progress)
+            result, error = build_tree(part.path, out, part.site, args, progress)
             report.accepted += result.accepted
             report.rejections += [Rejection(part.export_line(r.line), r.reason) for r in result.rejections]
             report.warnings += [(part.export_line(line), text) for line, text in result.warnings]
@@ -68,29 +64,3 @@ def build_sites(source: Path, name: str, args: argparse.Namespace, progress: _Pr
         for index in result.indexes or [INDEX_NAME]:
             print(f"Sitemap: {served}/{index}")
     return EXIT_FAILED if failed else EXIT_OK
-
-
-def _build_one(
-    part: SiteLines, out: Path, args: argparse.Namespace, progress: _Progress
-) -> tuple[BuildResult, str | None]:
-    as_of = args.as_of or datetime.now(UTC)
-    try:
-        result = build(
-            part.path,
-            out,
-            dataclasses.replace(part.site, sections=parse_sections(args.sections)),
-            Limits(max_urls=args.max_urls_per_file),
-            to_micros(as_of),
-            workers=args.workers,
-            progress=None if args.quiet else progress,
-            max_rejected_share=args.max_rejected_share,
-            text_sitemaps=args.text_sitemaps,
-        )
-    except BuildRefused as exc:
-        progress.close()
-        return exc.result, str(exc)
-    except LimitExceeded as exc:
-        progress.close()
-        return BuildResult(), str(exc)
-    progress.close()
-    return result, None

@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from sitemap_updater.cli import stack_option
+from sitemap_updater.cli_parser import stack_option, whole_number
 from sitemap_updater.core.terminal import shown
 from sitemap_updater.service.redrive import DEFAULT_MAX, Action, Decision, RedriveFailed, RedriveOptions, redrive
 
@@ -64,7 +64,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     r.add_argument(
         "--max",
-        type=_positive,
+        type=whole_number,
         default=DEFAULT_MAX,
         metavar="N",
         help=f"read at most N dead letters (default {DEFAULT_MAX})",
@@ -90,16 +90,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.add_argument("--dlq-url", metavar="URL", help="the dead-letter queue (default: the QUEUE's environment variable)")
     r.add_argument("--queue-url", metavar="URL", help="where to send them (default: the QUEUE's environment variable)")
     r.add_argument("--endpoint-url", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
-
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return number
 
 
 def _named_queues(args: argparse.Namespace) -> tuple[str, str]:

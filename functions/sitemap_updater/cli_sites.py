@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, stack_option
+from sitemap_updater.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from sitemap_updater.cli_parser import stack_option
 
 if TYPE_CHECKING:
     from sitemap_updater.settings import Settings

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from sitemap_updater.cli import stack_option
+from sitemap_updater.cli_parser import stack_option
 from sitemap_updater.core.terminal import shown
 from sitemap_updater.core.urls import Site
 

@@ -305,14 +305,14 @@ def test_the_corpus_has_a_case_for_each_file() -> None:
 
 
 def test_max_seconds_on_the_command_line_bounds_the_adoption(site: Hostile, capsys: pytest.CaptureFixture[str]) -> None:
-    from sitemap_updater.cli import _parser
     from sitemap_updater.cli_import import _adopt
+    from sitemap_updater.cli_parser import command_parser
 
     # Given sitemaps that arrive a byte at a time, adopted with --max-seconds 0.5
     site.routes["/sitemap.xml"] = reply(200, index(*[site.url(f"/s{i}.xml") for i in range(3)]))
     for i in range(3):
         site.routes[f"/s{i}.xml"] = slow(urlset(f"/s{i}"), 0.05)
-    args = _parser().parse_args(["local", "--site", BASE, "--adopt", site.url("/sitemap.xml"), "--out", "out",
+    args = command_parser().parse_args(["local", "--site", BASE, "--adopt", site.url("/sitemap.xml"), "--out", "out",
                                  "--max-seconds", "0.5"])  # fmt: skip
     (bodies, status, report), took = elapsed(lambda: _adopt(args.adopt, args.site, args))
     # Then it ends at 0.5 s, saying which limit stopped it, with exit status 1 (nothing adopted)
@@ -323,4 +323,4 @@ def test_max_seconds_on_the_command_line_bounds_the_adoption(site: Hostile, caps
     # And the option refuses what is no time
     for wrong in ("0", "-1", "nan", "inf", "soon"):
         with pytest.raises(SystemExit):
-            _parser().parse_args(["local", "--site", BASE, "--adopt", "x", "--out", "o", "--max-seconds", wrong])
+            command_parser().parse_args(["local", "--site", BASE, "--adopt", "x", "--out", "o", "--max-seconds", wrong])

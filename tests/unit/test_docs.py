@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_updater import cli
+from sitemap_updater.cli_parser import command_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -110,7 +110,7 @@ def test_the_image_rule_sees_a_missing_alt_text_and_a_file_that_is_no_png(tmp_pa
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
-    parser = cli._parser()
+    parser = command_parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(action.choices)
 

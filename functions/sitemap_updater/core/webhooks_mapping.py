@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sitemap_updater.core.webhooks_payloads import Document, Variant
+from sitemap_updater.core.webhooks_payloads import Document, Variant, lookup
 from sitemap_updater.core.webhooks_sites import SiteSelector, SiteUnmatched
 
 _PLACEHOLDER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")
@@ -188,22 +188,13 @@ def _prefix(mapping: WebhookMapping, locale: str | None) -> str:
     return mapping.locales[locale].prefix if locale is not None and locale in mapping.locales else ""
 
 
-def _lookup(fields: Mapping[str, Any], name: str) -> Any:
-    value: Any = fields
-    for part in name.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
 def _render(template: str, variant: Variant, document: Document) -> str:
     out: list[str] = []
     for literal, name, _, _ in string.Formatter().parse(template):
         out.append(literal)
         if name is None:
             continue
-        value = _lookup(variant.fields, name)
+        value = lookup(variant.fields, name)
         if value is None and name in ("id", "locale"):
             value = document.id if name == "id" else variant.locale
         if isinstance(value, int) and not isinstance(value, bool):
@@ -237,7 +228,7 @@ def _entry(
 
 
 def _asset_urls(name: str, variant: Variant, mapping: WebhookMapping, warnings: list[str]) -> list[str]:
-    value = _lookup(variant.fields, name)
+    value = lookup(variant.fields, name)
     found: list[str] = []
     for item in value if isinstance(value, list) else [] if value is None else [value]:
         url = item.get("url") if isinstance(item, Mapping) else item
@@ -253,7 +244,7 @@ def _asset_urls(name: str, variant: Variant, mapping: WebhookMapping, warnings: 
 
 
 def _news(news: NewsMap, document: Document, variant: Variant, mapping: WebhookMapping) -> dict[str, Any]:
-    title = _lookup(variant.fields, news.title)
+    title = lookup(variant.fields, news.title)
     if not isinstance(title, str) or not title.strip():
         raise Unmapped(f"{news.title}: missing; a news article needs its title")
     language = news.language

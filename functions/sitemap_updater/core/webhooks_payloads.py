@@ -59,6 +59,17 @@ def read_document(cms: Cms, headers: Mapping[str, str], data: Any) -> Document |
     return replace(found, payload=data) if isinstance(found, Document) else found
 
 
+def lookup(data: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted path (``slug.current``, ``sys.space.sys.id``) of a document's fields or of the body as
+    sent, or None where a part is missing or what holds it is no object."""
+    value: Any = data
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
 def _text(data: Mapping[str, Any], key: str, where: str) -> str:
     value = data.get(key)
     if isinstance(value, int) and not isinstance(value, bool):

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sitemap_updater.core.urls import Site, UrlError
+from sitemap_updater.core.webhooks_payloads import lookup
 
 _PATH = r"[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*"
 SELECTOR = re.compile(rf"^(locale|payload:{_PATH}|field:{_PATH})$")
@@ -84,16 +85,6 @@ class SiteSelector(BaseModel):
             except ValueError:
                 return None
         return raw
-
-
-def lookup(data: Mapping[str, Any], name: str) -> Any:
-    """The value at a dotted path (``sys.space.sys.id``), or None."""
-    value: Any = data
-    for part in name.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
 
 
 def _origin(value: str) -> str:
