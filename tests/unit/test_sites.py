@@ -34,7 +34,7 @@ from sitemap_updater.service.sweep import sweep
 from sitemap_updater.settings import Settings
 from sitemap_updater.sites import SiteConfig, SiteConfigError
 from sitemap_updater.wiring.pipeline import current_sites, use_pipeline
-from sitemap_updater.wiring.sites import SiteCache, SiteLookupDeferred, all_sites, site_pipeline
+from sitemap_updater.wiring.sites import SiteCache, all_sites, site_pipeline
 from tests.conftest import AS_OF_US, BASE
 from tests.sim.fakes import FakeS3, FakeSites, FakeStore, SimQueue, SimQueueState
 from tests.sim.scheduler import Clock, Faults, Scheduler
@@ -224,40 +224,55 @@ def test_a_site_being_removed_takes_no_more_events(stack: Stack) -> None:
     assert not stack.queues["rebuild"].messages
 
 
-def test_the_cache_reads_a_host_once_a_minute_and_a_flood_of_unknown_hosts_at_most_twenty_times() -> None:
+def test_the_cache_reads_a_host_once_a_minute_and_past_twenty_unknown_hosts_lists_the_sites_once() -> None:
     directory, now = FakeSites(), [0.0]
     directory.put_site(SiteConfig.parse({"origin": DE}))
+    listed = []
+    listing = directory.list_sites
+
+    def list_sites() -> list[SiteConfig]:
+        listed.append(now[0])
+        return listing()
+
+    directory.list_sites = list_sites  # type: ignore[method-assign]
     cache = SiteCache(directory, clock=lambda: now[0], ttl_s=60, unknown_reads=20)
     assert cache.get("www.example.de") is not None
     for _ in range(100):
         assert cache.get("www.example.de") is not None
     assert directory.reads == 1
-    refused = 0
-    for number in range(1000):
-        try:
-            assert cache.get(f"host{number}.example") is None
-        except SiteLookupDeferred as exc:
-            assert f"url: host host{number}.example not looked up" in str(exc)
-            refused += 1
-    assert directory.reads == 20 and refused == 981  # the site itself was one of the twenty uncached hosts read
-    now[0] = 60.0  # a minute on: each host is read again
-    assert cache.get("www.example.de") is not None and directory.reads == 21
+    for number in range(1000):  # no site: each answered, none retried
+        assert cache.get(f"host{number}.example") is None
+    assert directory.reads == 20 and listed == [0.0]  # the site was one of the twenty read by host; then one list
+    assert cache.get("www.example.de") is not None and directory.reads == 20  # from the list
     directory.put_site(SiteConfig.parse({"origin": FR}))
-    assert cache.get("www.example.fr") is not None  # a site added is found within a minute
+    now[0] = 59.9  # the list is a minute's
+    assert cache.get("www.example.fr") is None and listed == [0.0]
+    now[0] = 60.0  # a minute on: a site added is found, by its own read again
+    assert cache.get("www.example.fr") is not None and directory.reads == 21 and listed == [0.0]
 
 
-def test_a_flood_of_unknown_hosts_costs_twenty_reads_and_the_rest_is_retried_then_dead_lettered(stack: Stack) -> None:
+def test_ten_thousand_sites_cost_a_process_one_listing_a_minute_not_a_read_each() -> None:
+    directory, now = FakeSites(), [0.0]
+    for number in range(10_000):
+        directory.put_site(SiteConfig.parse({"origin": f"https://site{number}.example"}))
+    cache = SiteCache(directory, clock=lambda: now[0], ttl_s=60, unknown_reads=20)
+    for second in range(120):  # two minutes of events, 50 a second, each for another site
+        now[0] = float(second)
+        for number in range(50):
+            assert cache.get(f"site{(second * 50 + number) % 10_000}.example") is not None
+    assert (cache.reads, cache.listings) == (40, 2)  # per minute: twenty read by host, then one list
+
+
+def test_a_flood_of_unknown_hosts_is_refused_at_once_each_naming_its_host_for_one_listing(stack: Stack) -> None:
     stack.add(DE)
     flood, before = [upsert(f"https://host{n}.example/a") for n in range(30)], stack.directory.reads
-    answer = stack.send(*flood, upsert(f"{BASE}/a"))
-    assert stack.directory.reads - before == 20  # the stack's own host is never looked up
-    assert len(answer["batchItemFailures"]) == 10  # not looked up: given back to the queue
-    assert len(stack.queues["dlq"].messages) == 20  # looked up, no site: refused at once
-    again = stack.send(*flood[20:], receives=3)  # their last receive, within the same minute
-    assert again == {"batchItemFailures": []} and stack.directory.reads - before == 20
-    reasons = [m.attributes["reason"] for m in stack.queues["dlq"].messages[20:]]
-    assert len(reasons) == 10 and all(r.startswith("failed on all 3 receives: SiteLookupDeferred: url: host") for r in
-                                      reasons)  # fmt: skip
+    answer = stack.send(*flood, upsert(f"{BASE}/a"), upsert(f"{DE}/a"))
+    assert stack.directory.reads - before == 20  # the stack's own host is never looked up; then one listing
+    assert answer == {"batchItemFailures": []}  # nothing given back: every host was answered
+    reasons = [m.attributes["reason"] for m in stack.queues["dlq"].messages]
+    assert [r.split("'")[1] for r in reasons] == [f"host{n}.example" for n in range(30)]
+    assert all(r.startswith("url: host 'host") and "is not a site of this stack" in r for r in reasons)
+    assert stack.queues["rebuild"].messages  # the site's event, answered from the listing, was recorded
 
 
 def test_removing_a_site_deletes_its_tree_and_touches_nothing_else(stack: Stack) -> None:

@@ -14,7 +14,6 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sitemap_updater.handlers.counts import dashboard_count
-from sitemap_updater.service.dead_letters import DeadLetters, dead_letter, failure_reason, receive_count
 from sitemap_updater.service.ingest import DeadLettered, IngestResult, Rejected, event_urls, ingest_message
 from sitemap_updater.service.marks import MarkBatch
 from sitemap_updater.service.pipeline import Pipeline
@@ -77,17 +76,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     routed = route(sites, records, partial(_event_site, sites.stack), mark=True)
     outcomes: Counter[str] = Counter()
     failures: list[dict[str, str]] = []
-    last = DeadLetters(sites.stack.dead_letters, sites.stack.settings.ingest_max_receive_count)
-    for record in records:  # a host not looked up (too many unknown hosts this minute): retried, on the last receive
-        message_id = str(record.get("messageId", ""))  # dead-lettered with the reason
-        if message_id in routed.why_deferred:
-            count = receive_count(record)
-            if not last.is_last(count):
-                failures.append({"itemIdentifier": message_id})
-                continue
-            reason = failure_reason(routed.why_deferred[message_id], count)
-            dead_letter(sites.stack.dead_letters, str(record.get("body", "")), reason, message_id, count)
-            _report(DeadLettered(reason, str(record.get("body", ""))), message_id, outcomes)
     for pipeline, batch in routed.batches:
         bodies = [str(record.get("body", "")) for record in batch]
         marks = MarkBatch(pipeline, partial(event_urls, pipeline, bodies))

@@ -27,7 +27,7 @@ metrics = Metrics()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     routed = route(current_sites(), event.get("Records", []), message_site)
-    failures = list(routed.deferred)
+    failures: list[str] = []
     for pipeline, records in routed.batches:  # the scheduled wake-up names no site: the stack's own site's
         failures += _notify(records, pipeline)
     if any(_is_wake_up(r) and not message_site(r) for r in event.get("Records", [])):  # the schedule's minute

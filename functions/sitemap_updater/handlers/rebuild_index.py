@@ -22,7 +22,7 @@ metrics = Metrics()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     routed = route(current_sites(), event.get("Records", []), message_site)
-    failures = list(routed.deferred)
+    failures: list[str] = []
     for pipeline, records in routed.batches:  # each site's index of its own
         failures += _index(records, pipeline)
     report_gone(logger, routed.gone)

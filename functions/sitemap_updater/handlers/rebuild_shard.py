@@ -24,7 +24,7 @@ metrics = Metrics()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Each site's messages by its own pipeline (their groups are the site's: splitting keeps each group's order).
     routed = route(current_sites(), event.get("Records", []), message_site)
-    failures = list(routed.deferred)
+    failures: list[str] = []
     for pipeline, records in routed.batches:
         failures += _rebuild(records, pipeline)
     report_gone(logger, routed.gone)

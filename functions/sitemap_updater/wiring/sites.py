@@ -7,10 +7,11 @@ site's (its ``SiteUrl``, or a message that names no site) without any read; any 
 ``SiteDirectory`` through ``SiteCache``.
 
 The cache keeps what it read, a site or its absence, for ``ttl_s`` (60 s: a site added, changed or removed is
-seen by every function within a minute). A flood of events for hosts that are not sites must not cost a read
-each: at most ``unknown_reads`` hosts not in the cache are read per ``ttl_s`` in a process; past that, an
-uncached host raises ``SiteLookupDeferred`` (the event is retried later, as any failure is, and is dead-lettered
-with that reason on its queue's last receive) instead of being refused as unknown without a read.
+seen by every function within a minute). A host not in the cache is read by itself (GetItem) while a process has
+read fewer than ``unknown_reads`` such hosts in the window; past that, the process reads the whole list of sites
+(one Query of their partition, at most once per ``ttl_s``) and answers every host from it: a stack whose events
+come from thousands of sites costs one listing a minute per process, not a read per host, and a flood of events
+for hosts that are no site costs no more than that (each is refused at once, with its host, as any unknown host).
 """
 
 from __future__ import annotations
@@ -34,10 +35,6 @@ from sitemap_updater.wiring.site_ports import SiteBucket, SiteQueue
 CACHE_SECONDS = 60.0
 HOUR_US = 3_600_000_000
 UNKNOWN_READS = 20
-
-
-class SiteLookupDeferred(RuntimeError):
-    """Too many hosts not in the cache were read in this window; the event is retried later."""
 
 
 def site_pipeline(stack: Pipeline, site: SiteConfig) -> Pipeline:
@@ -77,24 +74,27 @@ class SiteCache:
         self._unknown_reads = unknown_reads
         self._cached: dict[str, _Cached] = {}
         self._window: tuple[float, int] = (-ttl_s, 0)  # when the window of uncached reads began, reads in it
+        self._listed: tuple[float, dict[str, SiteConfig]] | None = None  # when the whole list was read, and it
         self.reads = 0
+        self.listings = 0
 
     def get(self, host: str) -> SiteConfig | None:
-        """The site of ``host`` (None: there is none); SiteLookupDeferred when it is not cached and the window's
-        reads of uncached hosts are spent."""
+        """The site of ``host`` (None: there is none)."""
         now = self._clock()
         cached = self._cached.get(host)
         if cached is not None and now - cached.read_at < self._ttl_s:
             return cached.site
-        if cached is None:  # a host not seen lately: only so many a window
+        if self._listed is not None and now - self._listed[0] < self._ttl_s:
+            return self._listed[1].get(host)  # read this window with every other site
+        if cached is None:  # a host not seen lately: read by itself only so many a window
             began, count = self._window
             if now - began >= self._ttl_s:
                 began, count = now, 0
             if count >= self._unknown_reads:
-                raise SiteLookupDeferred(
-                    f"url: host {host} not looked up: more than {self._unknown_reads} hosts that are not in the "
-                    f"cache in {self._ttl_s:.0f} s; the event is retried"
-                )
+                self.listings += 1
+                self._listed = (now, {site.host: site for site in self._directory.list_sites()})
+                self._cached.clear()  # the listing answers for every host this window
+                return self._listed[1].get(host)
             self._window = (began, count + 1)
         if len(self._cached) > 100_000:  # a process's memory is bounded whatever the hosts
             self._cached.clear()
@@ -114,7 +114,7 @@ class Sites:
 
     def for_host(self, host: str) -> Pipeline | None:
         """The pipeline of the site on ``host`` ("" or the stack's own host: the stack's own site); None when no
-        active site is on it. SiteLookupDeferred as ``SiteCache.get``."""
+        active site is on it."""
         if not host or host == self.stack.site.netloc:
             return self.stack
         site = self._cache.get(host) if self._cache is not None else None
@@ -134,13 +134,10 @@ class Sites:
 @dataclass(slots=True)
 class Routed:
     """A queue batch's records by site, in batch order: each site's pipeline with its records; the IDs of records
-    whose site is gone (removed: nothing is done for them) and of those whose site's lookup was deferred (given
-    back to SQS)."""
+    whose site is gone (removed, or no site: nothing is done for them)."""
 
     batches: list[tuple[Pipeline, list[dict[str, Any]]]] = field(default_factory=list)
     gone: dict[str, str] = field(default_factory=dict)  # message ID -> host
-    deferred: list[str] = field(default_factory=list)
-    why_deferred: dict[str, str] = field(default_factory=dict)  # message ID -> SiteLookupDeferred's message
 
 
 def route(
@@ -153,12 +150,7 @@ def route(
     for record in records:
         host, message_id = host_of(record), str(record.get("messageId", ""))
         if host not in by_host:
-            try:
-                pipeline = sites.for_host(host)
-            except SiteLookupDeferred as exc:
-                routed.deferred.append(message_id)
-                routed.why_deferred[message_id] = f"{type(exc).__name__}: {exc}"
-                continue
+            pipeline = sites.for_host(host)
             if pipeline is None:
                 routed.gone[message_id] = host
                 continue
