@@ -12,9 +12,12 @@ import gzip
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
+from operator import add
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,12 +32,13 @@ from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.reconcile import reconcile
+from sitemap_updater.service.site_marks import Due
 from sitemap_updater.service.sites import SiteRefused, add_site, begin_removal, finish_removal
-from sitemap_updater.service.sweep import sweep
+from sitemap_updater.service.sweep import sweep_sites
 from sitemap_updater.settings import Settings
 from sitemap_updater.sites import SiteConfig, SiteConfigError
 from sitemap_updater.wiring.pipeline import current_sites, use_pipeline
-from sitemap_updater.wiring.sites import SiteCache, all_sites, site_pipeline
+from sitemap_updater.wiring.sites import SiteCache, site_pipeline
 from tests.conftest import AS_OF_US, BASE
 from tests.sim.fakes import FakeS3, FakeSites, FakeStore, SimQueue, SimQueueState
 from tests.sim.scheduler import Clock, Faults, Scheduler
@@ -347,21 +351,22 @@ def test_a_site_served_under_the_stack_s_distribution_names_its_files_there(stac
         SiteConfig.parse({"origin": FR, "served_at": f"{cdn}?x=1"})
 
 
-def test_the_hourly_sweep_checks_each_site_s_robots_txt_for_its_own_index_line(stack: Stack) -> None:
+def test_the_sweep_checks_robots_txt_hourly_for_the_stack_s_own_site_and_daily_for_each_site(stack: Stack) -> None:
     cdn = "https://d111111abcdef8.cloudfront.net/sites/www.example.de"
-    stack.add(DE, served_at=cdn)
-    stack.add(FR)
+    sites = [stack.add(DE, served_at=cdn), stack.add(FR)]
     settings = stack.pipeline.settings.model_copy(update={"robots_check": True})
-    use_pipeline(replace(stack.pipeline, settings=settings))
     robots = _Robots({
         f"{BASE}/robots.txt": f"Sitemap: {BASE}/sitemap.xml\n",
         f"{DE}/robots.txt": f"Sitemap: {cdn}/sitemap.xml\n",  # the cross-submission
         f"{FR}/robots.txt": f"Sitemap: {BASE}/sitemap.xml\n",  # names another site's index only
     })  # fmt: skip
-    warnings = [sweep(pipeline, robots).robots_warning for pipeline in all_sites(current_sites())]
-    assert robots.asked == [f"{BASE}/robots.txt", f"{DE}/robots.txt", f"{FR}/robots.txt"]
-    assert warnings[:2] == [None, None]
-    assert warnings[2] == f"robots.txt does not name the sitemap index; add the line 'Sitemap: {FR}/sitemap.xml'"
+    warnings = []
+    for hour in range(24):  # a day of hourly sweeps, both sites due all day
+        pipeline = replace(stack.pipeline, settings=settings, clock=partial(add, NOW, timedelta(hours=hour)))
+        dues = [Due("", pipeline), *(Due(site.host, site_pipeline(pipeline, site), 1) for site in sites)]
+        warnings += sweep_sites(dues, None, robots, 300.0).robots_warnings
+    assert Counter(robots.asked) == {f"{BASE}/robots.txt": 24, f"{DE}/robots.txt": 1, f"{FR}/robots.txt": 1}
+    assert warnings == [f"robots.txt does not name the sitemap index; add the line 'Sitemap: {FR}/sitemap.xml'"]
 
 
 def test_a_site_s_notifier_features_need_the_stack_s_and_its_key_is_no_sitemap_name(stack: Stack) -> None:

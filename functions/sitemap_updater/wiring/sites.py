@@ -172,14 +172,6 @@ def message_site(record: dict[str, Any]) -> str:
         return ""
 
 
-def all_sites(sites: Sites) -> list[Pipeline]:
-    """The stack's own site's pipeline and every active site's (``verify --stack`` checks each)."""
-    directory = sites.stack.directory
-    found = [] if directory is None else directory.list_sites()
-    pipelines = [sites.for_listed(site) for site in sorted(found, key=lambda s: s.host) if site.state == ACTIVE]
-    return [sites.stack, *pipelines]
-
-
 def due_sites(sites: Sites, kind: str, daily: bool = False) -> list[Due]:
     """What a scheduled run visits (service/site_marks.py): the stack's own site, then each active site with a mark
     of ``kind``, and (``daily``) each active site whose hour of the day this is."""
