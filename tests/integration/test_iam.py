@@ -352,6 +352,10 @@ def _second_site(run: LocalRun, now: list[datetime]) -> None:
                                                                                       reconcile_handler)):  # fmt: skip
         assert _hourly(run, function, job.handler, late=True)["sites_left"] == 1
         assert _hourly(run, function, job.handler)["sites"] == 2
+    # And events for more hosts that are no site than a process reads one by one in a minute: the rest are answered
+    # from the list of sites, each refused naming its host
+    flood = [event(f"https://host{n}.example/a", version=1) for n in range(25)]
+    assert run.send_wave(bodies(flood)).events["rejected"] == 25
     # And a page changed twice in IndexNow's quiet window: its second change is held back; the minute's wake-up
     # wakes the site in its own group, which sends it; then, nothing held, the wake-ups stop visiting the site
     run.send_wave(bodies([event(f"{SECOND}/blog/p10", version=20, lastmod="2026-11-22")]))

@@ -192,3 +192,32 @@ def test_the_webhook_function_is_reserved_unless_zero(reserved: str) -> None:
     function = stack({**SITE, **hooks, "WebhookConcurrency": reserved}).of_type("AWS::Lambda::Function")
     assert function["WebhookFunction"].get("ReservedConcurrentExecutions") == (None if reserved == "0" else "10")
     assert all("ReservedConcurrentExecutions" not in f for n, f in function.items() if n != "WebhookFunction")
+
+
+ROUTING = ("IngestFunction", "RebuildShardFunction", "RebuildIndexFunction", "NotifyFunction", "SweepFunction",
+           "UpkeepFunction", "ReconcileFunction")  # fmt: skip
+# Beside what every function that routes by site needs (a site read by host, GetItem, or with all the sites, Query):
+# the marks and cursors of service/site_marks.py each function writes or deletes.
+MARKS = {"IngestFunction": {"PutItem"}, "RebuildShardFunction": {"PutItem"}, "RebuildIndexFunction": {"PutItem"},
+         "NotifyFunction": {"PutItem", "DeleteItem"}, "SweepFunction": {"PutItem", "DeleteItem"},
+         "UpkeepFunction": {"PutItem"}, "ReconcileFunction": {"PutItem"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("feed", ["0", "20"])
+@pytest.mark.parametrize("indexnow", ["", KEY])
+def test_every_function_that_routes_by_site_may_read_the_sites_and_write_their_marks(feed: str, indexnow: str) -> None:
+    """Whatever the parameters (a grant under a condition of its own, such as the feed's, is not enough)."""
+    roles = stack({**SITE, "IndexNowKey": indexnow, "RecentChangesFeed": feed}).of_type("AWS::IAM::Role")
+    for function in ROUTING:
+        role = roles.get(f"{function}Role")
+        if role is None:
+            continue  # not deployed with these parameters (the notifier without IndexNow, Search Console and feed)
+        granted = {
+            action.removeprefix("dynamodb:")
+            for policy in role.get("Policies", [])
+            for statement in policy["PolicyDocument"]["Statement"]
+            if statement["Effect"] == "Allow" and "ManifestTable" in str(statement["Resource"])
+            and "Condition" not in statement
+            for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+        }  # fmt: skip
+        assert {"GetItem", "Query"} | MARKS[function] <= granted, (function, granted)
