@@ -3,6 +3,7 @@ them nothing; a site with work is visited until that work is done; a run out of 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zlib
 from collections.abc import Iterator
@@ -24,14 +25,16 @@ from sitemap_updater.service.site_marks import (
     HELD,
     TIME_SHARE,
     TOUCH_EVERY_S,
+    Deadline,
     Due,
     SiteMarks,
     clear_if_quiet,
     daily_turn,
     visit,
 )
-from sitemap_updater.wiring.pipeline import use_pipeline
-from sitemap_updater.wiring.sites import site_pipeline
+from sitemap_updater.service.sites import begin_removal, finish_removal
+from sitemap_updater.wiring.pipeline import current_sites, use_pipeline
+from sitemap_updater.wiring.sites import SiteCache, site_pipeline
 from tests.sim.fakes import FakeSites
 from tests.unit.test_sites import DE, FR, NOW, Stack, upsert
 
@@ -71,9 +74,20 @@ def test_an_idle_site_is_visited_by_no_hourly_function_and_its_wake_ups_by_none(
     record = {"messageId": "w", "body": WAKE_UP, "attributes": {}}
     notify_handler.handler({"Records": [record]}, LocalContext("notify"))
     # Then they visited the stack's own site and the site with pages, never the idle one
-    assert runs["sweep"]["sites"] == runs["upkeep"]["sites"] == 2
-    assert "site#www.example.fr#" not in stack.store.sites  # no read or write of its records was made
+    assert runs["sweep"]["sites"] == runs["upkeep"]["sites"] == runs["reconcile"]["sites"] == 2
     assert set(stack.directory.marks(ACTIVE)) == {"www.example.de"}
+    assert stack.directory.marks(HELD) == {}
+
+
+def test_an_idle_site_is_reconciled_once_a_day(stack: Clocked) -> None:
+    stack.add(FR)
+    runs = []
+    for _ in range(48):
+        runs.append(stack.hourly())
+        stack.clock.now += 3600
+    assert all(run["sweep"]["sites"] == run["upkeep"]["sites"] == run["reconcile"]["sites"] == 1 for run in runs)
+    assert sum(run["reconcile"]["idle_sites"] for run in runs[:24]) == 1
+    assert sum(run["reconcile"]["idle_sites"] for run in runs[24:]) == 1
 
 
 def test_a_site_is_visited_until_it_is_quiet_for_an_hour_and_again_from_its_next_event(stack: Clocked) -> None:
@@ -141,31 +155,100 @@ def test_a_process_writes_a_site_s_mark_at_most_once_per_touch_interval() -> Non
     assert directory.marks(ACTIVE) == {"www.example.de": int(now[0].timestamp() * 1_000_000)}
 
 
-def test_runs_out_of_time_visit_every_site_in_turn_the_stack_s_own_site_each_time() -> None:
-    directory = FakeSites()
+class Killed(BaseException):
+    """The invocation's timeout: nothing in the run catches it."""
+
+
+def _dues(count: int) -> tuple[list[str], list[Due]]:
     pipeline = cast(Pipeline, None)
-    hosts = [f"site{i:02d}.example" for i in range(10)]
-    dues = [Due("", pipeline), *(Due(h, pipeline, 1) for h in hosts)]
-    tick = [0.0]
+    hosts = [f"site{i:02d}.example" for i in range(count)]
+    return hosts, [Due("", pipeline), *(Due(h, pipeline, 1) for h in hosts)]
 
-    def work(_due: Due) -> None:
-        tick[0] += 1.0  # each visit takes a second
 
-    seen: list[list[str]] = []
-    for _ in range(4):
-        visits = visit("sweep", dues, directory, work, 4 / TIME_SHARE, lambda: tick[0])  # 4 visits' time
-        seen.append([d.host for d in visits.visited])
+def _runs(
+    dues: list[Due], runs: int, seconds: float, cost: dict[str, float], directory: FakeSites, limit: int | None = None
+) -> list[list[str]]:
+    """``runs`` runs of ``dues``, each with ``seconds`` to its deadline; a visit takes ``cost[host]`` seconds (1 by
+    default; a host whose cost is negative is killed in its work, as a timeout kills the invocation)."""
+    tick, seen = [0.0], []
+    for _ in range(runs):
+        started: list[str] = []
+
+        def work(due: Due, started: list[str] = started) -> None:
+            started.append(due.host)
+            if cost.get(due.host, 1.0) < 0:
+                raise Killed
+            tick[0] += cost.get(due.host, 1.0)
+
+        with contextlib.suppress(Killed):
+            visit("sweep", dues, directory, work, Deadline.within(seconds / TIME_SHARE, lambda: tick[0]), limit)
+        seen.append(started)
+    return seen
+
+
+def test_runs_out_of_time_visit_every_site_in_turn_the_stack_s_own_site_each_time() -> None:
+    hosts, dues = _dues(10)
+    seen = _runs(dues, 4, 4.0, {}, FakeSites())  # time for 4 visits a run
     assert all(run[0] == "" and len(run) == 4 for run in seen)
     others = [h for run in seen for h in run[1:]]
     assert others[:10] == hosts  # three a run: all ten within four runs, in turn, none twice before all once
     assert others[10:] == hosts[:2]
-    # One run with time for all visits every site and leaves the cursor alone
-    assert visit("sweep", dues, directory, work, 1e9, lambda: tick[0]).left == 0
+    assert visit("sweep", dues, FakeSites(), lambda _d: None, Deadline.within(1e9)).left == 0
 
 
-def test_a_run_visits_at_least_the_stack_s_own_site_whatever_its_time() -> None:
-    visited = visit("sweep", [Due("", cast(Pipeline, None))], None, lambda _d: None, 0.0, lambda: 1.0)
-    assert [d.host for d in visited.visited] == [""]
+def test_a_site_whose_work_outlives_the_invocation_does_not_starve_the_sites_after_it() -> None:
+    hosts, dues = _dues(6)
+    seen = _runs(dues, 6, 3.0, {hosts[1]: -1.0}, FakeSites())  # site01 is killed in its work every time
+    assert {h for run in seen for h in run} >= set(hosts)  # every other site was visited all the same
+    assert sum(run.count(hosts[1]) for run in seen) <= 2  # and site01 is not tried first each time
+
+
+def test_the_stack_s_own_site_taking_all_the_time_still_leaves_each_run_one_other_site() -> None:
+    hosts, dues = _dues(5)
+    seen = _runs(dues, 5, 2.0, {"": 10.0}, FakeSites())
+    assert [run[1:] for run in seen] == [[h] for h in hosts]
+
+
+def test_a_failing_site_is_reported_and_the_others_are_visited() -> None:
+    hosts, dues = _dues(3)
+
+    def work(due: Due) -> None:
+        if due.host == hosts[1]:
+            raise ConnectionError("throttled")
+
+    done = visit("sweep", dues, FakeSites(), work, Deadline.within(100.0))
+    assert [d.host for d in done.visited] == ["", *hosts]
+    assert done.failed == [(hosts[1], "ConnectionError: throttled")]
+
+
+def test_a_quota_visits_each_site_once_in_24_runs_and_a_short_run_s_rest_the_next_runs() -> None:
+    hosts, dues = _dues(48)
+    idle = dues[1:]
+    seen = _runs(idle, 24, 100.0, {}, FakeSites(), limit=2)
+    assert sorted(h for run in seen for h in run) == hosts  # each once a day
+    seen = _runs(idle, 48, 1.0, {}, FakeSites(), limit=2)  # time for one visit a run: every site all the same
+    assert sorted(h for run in seen for h in run) == hosts
+
+
+def test_a_site_removed_and_added_back_keeps_its_mark_and_a_gone_site_s_goes_after_an_hour(stack: Clocked) -> None:
+    site = stack.add(DE)
+    stack.send(upsert(f"{DE}/a"))
+    stack.drain()
+    removing = begin_removal(stack.pipeline, stack.directory, DE)
+    finish_removal(site_pipeline(stack.pipeline, removing), stack.directory)
+    stack.add(DE)  # the same configuration: a warm process keeps the site's pipeline and its marks' writes
+    current_sites()._cache = SiteCache(stack.directory)  # past the sites' cache
+    stack.send(upsert(f"{DE}/b"))  # its batch's mark was written by this process lately: not written again
+    assert set(stack.directory.marks(ACTIVE)) == {site.host}
+    assert stack.hourly()["sweep"]["sites"] == 2
+    # Removed for good: its mark goes once it is an hour old
+    removing = begin_removal(stack.pipeline, stack.directory, DE)
+    finish_removal(site_pipeline(stack.pipeline, removing), stack.directory)
+    current_sites()._cache = SiteCache(stack.directory)  # past the sites' cache
+    assert stack.hourly()["sweep"]["sites"] == 1 and set(stack.directory.marks(ACTIVE)) == {site.host}
+    stack.clock.now += CLEAR_AFTER_S + 1
+    stack.hourly()
+    assert stack.directory.marks(ACTIVE) == {}
 
 
 @pytest.mark.parametrize("host", ["www.example.de", "shop.example.fr", "a.example"])

@@ -32,7 +32,7 @@ from sitemap_updater.local.runner import LocalContext
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.reconcile import reconcile
-from sitemap_updater.service.site_marks import Due
+from sitemap_updater.service.site_marks import Deadline, Due
 from sitemap_updater.service.sites import SiteRefused, add_site, begin_removal, finish_removal
 from sitemap_updater.service.sweep import sweep_sites
 from sitemap_updater.settings import Settings
@@ -364,7 +364,7 @@ def test_the_sweep_checks_robots_txt_hourly_for_the_stack_s_own_site_and_daily_f
     for hour in range(24):  # a day of hourly sweeps, both sites due all day
         pipeline = replace(stack.pipeline, settings=settings, clock=partial(add, NOW, timedelta(hours=hour)))
         dues = [Due("", pipeline), *(Due(site.host, site_pipeline(pipeline, site), 1) for site in sites)]
-        warnings += sweep_sites(dues, None, robots, 300.0).robots_warnings
+        warnings += sweep_sites(dues, None, robots, Deadline.within(300.0)).robots_warnings
     assert Counter(robots.asked) == {f"{BASE}/robots.txt": 24, f"{DE}/robots.txt": 1, f"{FR}/robots.txt": 1}
     assert warnings == [f"robots.txt does not name the sitemap index; add the line 'Sitemap: {FR}/sitemap.xml'"]
 

@@ -15,7 +15,7 @@ from sitemap_updater.handlers.dead_letters import report_dead_letters, report_go
 from sitemap_updater.service.batches import notify_batch
 from sitemap_updater.service.notify import nothing_held, search_console_hint
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.site_marks import HELD, Due, clear_if_quiet, visit
+from sitemap_updater.service.site_marks import HELD, Deadline, Due, clear_if_quiet, visit
 from sitemap_updater.wiring.pipeline import current_notifiers, current_sites
 from sitemap_updater.wiring.sites import due_sites, message_site, route
 
@@ -52,7 +52,10 @@ def _wake_sites(seconds: float) -> None:
         elif due.marked_us is not None and directory is not None:
             clear_if_quiet(due.pipeline, directory, HELD, due.host, due.marked_us, nothing_held)
 
-    visit("wake-up", [due for due in due_sites(sites, HELD) if due.host], directory, work, seconds)
+    dues = [due for due in due_sites(sites, HELD) if due.host]
+    done = visit("wake-up", dues, directory, work, Deadline.within(seconds))
+    for host, error in done.failed:  # the next minute's wake-up tries again
+        logger.error("wake-up of a site failed; the next minute's tries again", extra={"site": host, "error": error})
 
 
 def _notify(records: list[dict[str, Any]], pipeline: Pipeline) -> list[str]:

@@ -9,9 +9,9 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sitemap_updater.service.reconcile import reconcile_sites
-from sitemap_updater.service.site_marks import ACTIVE
+from sitemap_updater.service.site_marks import ACTIVE, Deadline, SitesFailed
 from sitemap_updater.wiring.pipeline import current_sites
-from sitemap_updater.wiring.sites import due_sites
+from sitemap_updater.wiring.sites import due_sites, other_sites
 
 logger = Logger()
 
@@ -19,11 +19,15 @@ logger = Logger()
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     sites = current_sites()
-    # The stack's own site, each site added at run time marked active, and the others once a day each.
-    dues = due_sites(sites, ACTIVE, daily=True)
-    done = reconcile_sites(dues, sites.stack.directory, context.get_remaining_time_in_millis() / 1000)
+    deadline = Deadline.within(context.get_remaining_time_in_millis() / 1000)
+    # The stack's own site and each site added at run time marked active; then a 24th of the others, in turn.
+    dues = due_sites(sites, ACTIVE)
+    idle = other_sites(sites, {due.host for due in dues})
+    done = reconcile_sites(dues, idle, sites.stack.directory, deadline)
     if any(done.found.values()):
         logger.warning("published files repaired", extra=done.found)  # drift is worth an operator's look
-    logger.info("reconciliation done", extra={"checked": done.checked, "sites": done.visited, "sites_left": done.left})
-    return {"checked": done.checked, "sites": done.visited, "sites_left": done.left,
-            **{kind: len(names) for kind, names in done.found.items()}}  # fmt: skip
+    counts = {"checked": done.checked, "sites": done.visited, "sites_left": done.left, "idle_sites": done.idle_visited}
+    logger.info("reconciliation done", extra=counts)
+    if done.failed:
+        raise SitesFailed("reconcile", done.failed)
+    return {**counts, **{kind: len(names) for kind, names in done.found.items()}}

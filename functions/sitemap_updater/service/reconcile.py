@@ -22,6 +22,7 @@ import hashlib
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from sitemap_updater.core.messages import index_request, repair_message
 from sitemap_updater.core.moments import to_micros
@@ -31,7 +32,7 @@ from sitemap_updater.core.snapshots import written_us as snapshots_written
 from sitemap_updater.ports import SiteDirectory
 from sitemap_updater.service.index import UNSETTLED, published_indexes
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.site_marks import Due, visit
+from sitemap_updater.service.site_marks import HOURS_PER_DAY, Deadline, Due, visit
 
 HOUR_US = 3_600_000_000
 DAY_US = 24 * HOUR_US
@@ -152,21 +153,32 @@ class ReconcileRun:
     checked: int = 0
     found: dict[str, list[str]] = field(default_factory=lambda: {"missing": [], "changed": [], "stray": []})
     visited: int = 0
-    left: int = 0
+    left: int = 0  # sites marked active its time did not reach: the next run begins with them
+    idle_visited: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-def reconcile_sites(dues: Sequence[Due], directory: SiteDirectory | None, seconds: float) -> ReconcileRun:
-    """Reconcile the stack's own site and each site to visit (service/site_marks.py) while the run's time allows:
-    a site marked active each hour, any other on its day's turn (its slices are a day's then)."""
+def reconcile_sites(
+    dues: Sequence[Due], idle: Sequence[Due], directory: SiteDirectory | None, deadline: Deadline
+) -> ReconcileRun:
+    """Reconcile the stack's own site and each site marked active (``dues``), then, with the time left, this hour's
+    share of the ``idle`` sites in turn (their own cursor; the 24 hours' shares add up to all of them): each idle
+    site once a day while the runs have the time, its slices a day's. A run that cannot take its share leaves the
+    rest to the next runs, which go on from where it stopped."""
     run = ReconcileRun()
 
-    def work(due: Due) -> None:
-        period = HOUR_US if not due.host or due.marked_us is not None else DAY_US
+    def work(due: Due, period: int = HOUR_US) -> None:
         done = reconcile(due.pipeline, period_us=period)
         run.checked += len(done.checked)
         for kind, names in (("missing", done.missing), ("changed", done.changed), ("stray", done.stray)):
             run.found[kind] += [f"{due.host}: {name}" if due.host else name for name in names]
 
-    visits = visit("reconcile", dues, directory, work, seconds)
-    run.visited, run.left = len(visits.visited), visits.left
+    visits = visit("reconcile", dues, directory, work, deadline)
+    run.visited, run.left, run.failed = len(visits.visited), visits.left, list(visits.failed)
+    if idle:  # this hour's share of a day's visits: the day's shares add up to every idle site once
+        hour = to_micros(idle[0].pipeline.clock()) // HOUR_US % HOURS_PER_DAY
+        quota = (hour + 1) * len(idle) // HOURS_PER_DAY - hour * len(idle) // HOURS_PER_DAY
+        daily = visit("reconcile-daily", idle, directory, partial(work, period=DAY_US), deadline, limit=quota)
+        run.idle_visited = len(daily.visited)
+        run.failed += daily.failed
     return run

@@ -3,11 +3,12 @@
 The stack's own site is visited by every run, as it always was. A site added at run time is visited only while it
 has a mark in the stack's register (``SiteDirectory.mark``, items of one partition):
 
-- ``active``: written by every function that works for the site (the queue-driven ones when they take a batch
-  of its messages, ``import`` when it begins), at most once per ``TOUCH_EVERY_S`` per process. The hourly sweep,
-  upkeep and reconciliation visit the sites so marked. The sweep deletes a mark once the site is quiet: no outbox
-  open, no import running, no rebuild request parked, every file record live and settled, no news shown (news
-  expiry is upkeep's) and no file waiting out its grace (cleanups are upkeep's).
+- ``active``: written by ingest before it takes a batch of the site's events (an outbox the sweep may have to
+  send), by a section rebuild that shows news or retires files and an index rebuild that stops naming files
+  (upkeep's work later), and by ``import`` when it begins; at most once per ``TOUCH_EVERY_S`` per process. The
+  hourly sweep, upkeep and reconciliation visit the sites so marked. The sweep deletes a mark once the site is
+  quiet: no outbox open, no import running, no rebuild request parked, every file record live and settled, no
+  news shown (news expiry is upkeep's) and no file waiting out its grace (cleanups are upkeep's).
 - ``held``: written by the notifier before it holds a change back for IndexNow's quiet window; the one-minute
   wake-up visits the sites so marked and deletes the mark once nothing is held.
 
@@ -17,8 +18,12 @@ since it was read (a conditional delete). Whatever a function left for a schedul
 there to see when the job read the site's state, well before ``CLEAR_AFTER_S``: no work is left where no mark
 leads to it.
 
-Reconciliation also visits every site once a day, in the hour its host's digest names (``daily_turn``): a file
-changed out of band on a site that has been idle is repaired within a day, for 1/24 of an hourly visit's cost.
+A mark whose site is gone is deleted once it is as old (``forget_stale``), never sooner: a process that wrote it
+lately would not write it again for a site removed and added back.
+
+Reconciliation also visits every other site in turn, a 24th of them each run (``daily`` quota, a cursor of its
+own): a file changed out of band on a site that has been idle is repaired within a day, for 1/24 of an hourly
+visit's cost. The sweep checks a site's robots.txt in the hour of the day its host's CRC-32 names (``daily_turn``).
 
 A scheduled run visits the stack's own site first, then the marked sites in turn from where its previous run
 stopped (``SiteDirectory.cursor``) for as long as its time allows (``visit``): a stack with more marked sites than
@@ -98,8 +103,17 @@ def clear_if_quiet(
 
 
 def daily_turn(host: str, hour: int) -> bool:
-    """Whether ``hour`` (hours since the epoch) is the site's hour of the day for reconciliation."""
+    """Whether ``hour`` (hours since the epoch) is the site's hour of the day (its robots.txt check)."""
     return zlib.crc32(host.encode()) % HOURS_PER_DAY == hour % HOURS_PER_DAY
+
+
+def forget_stale(directory: SiteDirectory, kind: str, host: str, marked_us: int, now_us: int) -> bool:
+    """Delete the mark of a host that is no active site (removed, or being removed) once it is older than
+    ``CLEAR_AFTER_S``, if not written since: a site removed and added again within the hour keeps its mark, which a
+    process that wrote it lately does not write again."""
+    if now_us - marked_us <= CLEAR_AFTER_S * 1_000_000:
+        return False
+    return directory.unmark(kind, host, marked_us)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +127,28 @@ class Due:
 
 
 @dataclass(frozen=True, slots=True)
+class Deadline:
+    """When a scheduled run stops visiting sites (``end``: ``TIME_SHARE`` of the time its invocation had), and from
+    when it records each site before visiting it (``late``: half way there), on ``monotonic``'s clock."""
+
+    end: float
+    late: float
+    monotonic: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def within(cls, seconds: float, monotonic: Callable[[], float] = time.monotonic) -> Deadline:
+        now = monotonic()
+        return cls(now + seconds * TIME_SHARE, now + seconds * TIME_SHARE / 2, monotonic)
+
+
+@dataclass(frozen=True, slots=True)
 class Visits:
-    """What a scheduled run visited, and how many sites it left for the next run."""
+    """What a scheduled run visited, how many sites it left for the next run, and the sites whose work failed
+    (host, the error): the others were visited all the same."""
 
     visited: list[Due]
     left: int
+    failed: list[tuple[str, str]]
 
 
 def visit(
@@ -125,27 +156,47 @@ def visit(
     dues: Sequence[Due],
     directory: SiteDirectory | None,
     work: Callable[[Due], None],
-    seconds: float,
-    monotonic: Callable[[], float] = time.monotonic,
+    deadline: Deadline,
+    limit: int | None = None,
 ) -> Visits:
-    """Run ``work`` for the stack's own site (``dues[0]`` when its host is ""), then for the other ``dues`` in turn
-    from the host after ``job``'s cursor, while less than ``TIME_SHARE`` of ``seconds`` (what the invocation had) is
-    spent; when some are left, the cursor names the last host visited (the next run goes on from there)."""
-    end = monotonic() + seconds * TIME_SHARE
+    """Run ``work`` for the stack's own site (the due whose host is ""), then for the other ``dues`` in turn from
+    the host after ``job``'s cursor (at most ``limit`` of them), until the deadline: every run visits at least one of
+    the others, however long the stack's own site took. From half way to the deadline, the cursor names each site
+    before its work begins, so a run killed in a site's work (its timeout) is followed by one that begins after
+    that site; a run that stops at the deadline leaves the cursor on the last site it began. A site whose work
+    fails is reported and the run goes on (one site's fault never starves the others)."""
     own = [d for d in dues if not d.host]
     others = sorted((d for d in dues if d.host), key=lambda d: d.host)
     after = directory.cursor(job) if directory is not None and others else ""
     start = next((i for i, d in enumerate(others) if d.host > after), 0)
-    order = own + others[start:] + others[:start]
+    turn = others[start:] + others[:start]
+    order = own + (turn if limit is None else turn[: max(0, limit)])
     visited: list[Due] = []
+    failed: list[tuple[str, str]] = []
+    recorded = after
     for due in order:
-        if visited and monotonic() >= end:
+        now = deadline.monotonic()
+        if now >= deadline.end and any(d.host for d in visited):
             break
-        work(due)
+        if due.host and directory is not None and now >= deadline.late:
+            directory.set_cursor(job, due.host)
+            recorded = due.host
+        try:
+            work(due)
+        except Exception as exc:  # reported by the caller; the other sites are visited all the same
+            failed.append((due.host, f"{type(exc).__name__}: {exc}"))
         visited.append(due)
-    left = len(order) - len(visited)
-    if directory is not None and others:
-        last = next((d.host for d in reversed(visited) if d.host), after)
-        if left:
-            directory.set_cursor(job, last)
-    return Visits(visited, left)
+    began = next((d.host for d in reversed(visited) if d.host), after)
+    if directory is not None and others and began != recorded and (len(visited) < len(order) or limit is not None):
+        directory.set_cursor(job, began)
+    return Visits(visited, len(own) + len(turn) - len(visited), failed)
+
+
+class SitesFailed(RuntimeError):
+    """Raised at the end of a scheduled run in which some sites' work failed (the others were visited): the
+    function's error, which FunctionErrorsAlarm counts; the next run visits them again."""
+
+    def __init__(self, job: str, failed: list[tuple[str, str]]) -> None:
+        named = "; ".join(f"{host or 'the stack own site'}: {error}" for host, error in failed[:5])
+        more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+        super().__init__(f"{job}: the work of {len(failed)} site(s) failed ({named}{more}); the next run tries again")

@@ -21,8 +21,6 @@ from sitemap_updater.ports import SiteDirectory
 from sitemap_updater.service.dead_letters import dead_letter
 from sitemap_updater.service.ingest import Rejected
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.site_marks import ACTIVE as ACTIVE_MARK
-from sitemap_updater.service.site_marks import HELD as HELD_MARK
 from sitemap_updater.sites import REMOVING, SiteConfig, SiteConfigError
 
 _INDEX = re.compile(r"sitemap(-index-\d+)?\.xml")  # core/render.py index_name
@@ -126,7 +124,5 @@ def finish_removal(site: Pipeline, directory: SiteDirectory) -> Removed:
     for name in names:
         site.bucket.delete(name)
     items = site.store.delete_site_records(indexes)
-    for kind in (ACTIVE_MARK, HELD_MARK):  # the scheduled functions have nothing to visit there any more
-        directory.unmark(kind, site.site.netloc)
     directory.delete_site(site.site.netloc)
     return Removed(site.site.netloc, len(names), items)

@@ -17,7 +17,15 @@ from sitemap_updater.service.index import grace_over, published_indexes
 from sitemap_updater.service.marks import sweep_outboxes
 from sitemap_updater.service.parked import replay_parked
 from sitemap_updater.service.pipeline import Pipeline
-from sitemap_updater.service.site_marks import ACTIVE, Due, active_quiet, clear_if_quiet, daily_turn, visit
+from sitemap_updater.service.site_marks import (
+    ACTIVE,
+    Deadline,
+    Due,
+    active_quiet,
+    clear_if_quiet,
+    daily_turn,
+    visit,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +137,12 @@ class SweepRun:
     unmarked: int = 0  # sites found quiet: no longer visited until they are marked again
     visited: int = 0
     left: int = 0  # marked sites its time did not reach: the next run begins with them
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (host, error): visited again by the next run
 
 
-def sweep_sites(dues: Sequence[Due], directory: SiteDirectory | None, web: WebGet | None, seconds: float) -> SweepRun:
+def sweep_sites(
+    dues: Sequence[Due], directory: SiteDirectory | None, web: WebGet | None, deadline: Deadline
+) -> SweepRun:
     """Sweep the stack's own site and each marked site (service/site_marks.py) while the run's time allows; delete
     the mark of a site found quiet. robots.txt is checked every run for the stack's own site, once a day for a
     site added at run time (in its hour of the day)."""
@@ -147,12 +158,12 @@ def sweep_sites(dues: Sequence[Due], directory: SiteDirectory | None, web: WebGe
         if due.marked_us is not None and directory is not None:
             run.unmarked += clear_if_quiet(pipeline, directory, ACTIVE, due.host, due.marked_us, active_quiet)
 
-    visits = visit("sweep", dues, directory, work, seconds)
-    run.visited, run.left = len(visits.visited), visits.left
+    visits = visit("sweep", dues, directory, work, deadline)
+    run.visited, run.left, run.failed = len(visits.visited), visits.left, visits.failed
     return run
 
 
-def upkeep_sites(dues: Sequence[Due], directory: SiteDirectory | None, seconds: float) -> UpkeepResult:
+def upkeep_sites(dues: Sequence[Due], directory: SiteDirectory | None, deadline: Deadline) -> UpkeepResult:
     """``upkeep`` of the stack's own site and each marked site, while the run's time allows."""
     expired = cleanups = 0
 
@@ -161,8 +172,8 @@ def upkeep_sites(dues: Sequence[Due], directory: SiteDirectory | None, seconds: 
         done = upkeep(due.pipeline)
         expired, cleanups = expired + done.news_expired, cleanups + done.cleanups
 
-    visits = visit("upkeep", dues, directory, work, seconds)
-    return UpkeepResult(expired, cleanups, len(visits.visited), visits.left)
+    visits = visit("upkeep", dues, directory, work, deadline)
+    return UpkeepResult(expired, cleanups, len(visits.visited), visits.left, visits.failed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +182,7 @@ class UpkeepResult:
     cleanups: int
     visited: int = 1
     left: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
 
 
 def upkeep(pipeline: Pipeline) -> UpkeepResult:

@@ -28,12 +28,11 @@ from sitemap_updater.core.site_keys import object_prefix, pk_prefix
 from sitemap_updater.ports import SiteDirectory
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.site_marks import ACTIVE as MARKED_ACTIVE
-from sitemap_updater.service.site_marks import Due, SiteMarks, daily_turn
+from sitemap_updater.service.site_marks import Due, SiteMarks, forget_stale
 from sitemap_updater.sites import ACTIVE, SiteConfig
 from sitemap_updater.wiring.site_ports import SiteBucket, SiteQueue
 
 CACHE_SECONDS = 60.0
-HOUR_US = 3_600_000_000
 UNKNOWN_READS = 20
 
 
@@ -172,17 +171,28 @@ def message_site(record: dict[str, Any]) -> str:
         return ""
 
 
-def due_sites(sites: Sites, kind: str, daily: bool = False) -> list[Due]:
+def due_sites(sites: Sites, kind: str) -> list[Due]:
     """What a scheduled run visits (service/site_marks.py): the stack's own site, then each active site with a mark
-    of ``kind``, and (``daily``) each active site whose hour of the day this is."""
+    of ``kind`` (read through the cache: by host, or all at once past its reads by host). A mark whose site is gone
+    is deleted once it is old enough (``forget_stale``)."""
     directory = sites.stack.directory
     own = [Due("", sites.stack)]
     if directory is None:
         return own
-    marked = directory.marks(kind)
-    hour = to_micros(sites.stack.clock()) // HOUR_US
-    if not marked and not daily:
-        return own  # nothing marked: not even the list of sites is read
-    listed = {site.host: site for site in directory.list_sites() if site.state == ACTIVE}
-    hosts = sorted(h for h in listed if h in marked or (daily and daily_turn(h, hour)))
-    return own + [Due(host, sites.for_listed(listed[host]), marked.get(host)) for host in hosts]
+    now_us = to_micros(sites.stack.clock())
+    dues = []
+    for host, at_us in sorted(directory.marks(kind).items()):
+        pipeline = sites.for_host(host) if host != sites.stack.site.netloc else None
+        if pipeline is None:
+            forget_stale(directory, kind, host, at_us, now_us)
+        else:
+            dues.append(Due(host, pipeline, at_us))
+    return own + dues
+
+
+def other_sites(sites: Sites, visited: set[str]) -> list[Due]:
+    """Every active site added at run time but those ``visited`` (one Query of the list of sites)."""
+    directory = sites.stack.directory
+    found = [] if directory is None else directory.list_sites()
+    return [Due(site.host, sites.for_listed(site)) for site in sorted(found, key=lambda s: s.host)
+            if site.state == ACTIVE and site.host not in visited]  # fmt: skip
