@@ -73,6 +73,8 @@ def announce(
     that held it when their change record was sent, and bytes put there since; ``loaded``: the section's current
     state of each URL the rebuild read (tombstones too)."""
     found = compare(region, now, *views, as_of_us)
+    announced = {s.url for view in views[0] for s in view.states or () if s.entry is not None}
+    shown_since = {s.url: s.rank for view in views[1] for s in view.states or () if s.entry is not None}
     result = Announcement()
     for url, (kind, state) in found.shown.items():
         result.changed[url] = kind
@@ -86,9 +88,12 @@ def announce(
             rank = here.rank  # deleted here
         else:  # no longer in this section: deleted (its tombstone elsewhere), or moved on and shown there
             page = pipeline.store.get_page(url)
-            if page is not None and page.kind != "deleted":
-                continue
-            rank = page.rank if page is not None else ""
+            if page is not None and page.kind != "deleted" and url in announced:
+                continue  # its next section's file announces it: this one's showed it as announced
+            # Shown here only by bytes an attempt put and died before announcing: announced now, as nothing else
+            # may (its next section may delete it before any file there shows it, soak seed 1932), with the rank
+            # of the state those bytes showed, so that the next section's newer change wins whichever comes first.
+            rank = shown_since.get(url, page.rank if page is not None else "")
         result.changed[url], result.digests[url], result.ranks[url] = "removed", "", rank
     for mark in marks:  # deletes of pages no file of this section showed: another section's file may have
         if mark.change != "removed" or mark.url is None or mark.url in result.changed or mark.url in found.vanished:
