@@ -118,6 +118,37 @@ def test_a_page_moved_to_another_section_and_deleted_before_that_section_showed_
     assert announcements.run() == [[_url("a")]]
 
 
+@pytest.mark.parametrize("news_shows_it", [False, True])
+def test_a_page_shown_only_by_a_dead_put_that_moves_on_is_announced_once_whatever_its_next_section_does(
+    news_shows_it: bool,
+) -> None:
+    # Given a page whose blog rebuild put the file and died before its change record (never announced)
+    stack = Stack()
+    announcements = Announcements(stack)
+    stack.send(page("a", version=1))
+    stack.drain()
+    announcements.run()
+    stack.send(page("p", version=1))
+    with crash(stack.pipeline.notify_queue, "send") as hits:
+        stack.until(hits)
+    assert _url("p") in stack.shown()
+    # When it moves to news before blog is rebuilt again, and news deletes it before showing it (or shows it)
+    stack.send(page("p", version=2, section="news"))
+    held = _hold_back(stack, "news")
+    stack.drain()  # blog rebuilt: p gone from its file
+    if not news_shows_it:
+        stack.send(page("p", version=3, type="delete", section="news", occurred_at="2026-11-21T00:00:00Z"))
+    stack.queues["rebuild"].messages += held
+    stack.drain()
+    # Then the search engines hear of it, and what they were last told is what the files show
+    sent = [url for urls in announcements.run() for url in urls]
+    assert sent.count(_url("p")) == 1
+    assert (_url("p") in stack.shown()) == news_shows_it
+    told = stack.store.sent_records([_url("p")], "indexnow", AS_OF_US // 1_000_000 + 86_400)[_url("p")]
+    assert bool(told.digest) == news_shows_it  # removed (""), or the entry news shows
+    stack.check()
+
+
 def _hold_back(stack: Stack, section: str) -> list[Any]:
     """Take ``section``'s rebuild requests off the queue (its rebuild has not run yet); returns them."""
     held = [m for m in stack.queues["rebuild"].messages if f'"section": "{section}"' in m.body]
