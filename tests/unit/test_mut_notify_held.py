@@ -111,3 +111,21 @@ def test_a_change_record_older_than_what_was_announced_announces_nothing() -> No
     assert result.sent == [] and len(engine.requests) == 2
     # While a newer state (rank 9, the page back) is announced
     assert _run(pipeline, engine, NOW + timedelta(seconds=4), _ranked("d9", "9", "added")).sent
+
+
+def test_a_change_record_older_than_the_change_held_leaves_it_held_and_it_goes_out_after_the_window() -> None:
+    # Given the page's change of rank 7 held in the quiet window after its change of rank 5 was sent
+    stack = Stack()
+    pipeline = replace_settings(stack, indexnow_key="0123456789abcdef", indexnow_window_seconds=WINDOW_S)
+    engine = Engine()
+    _run(pipeline, engine, NOW, _ranked("d5", "5"))
+    assert _run(pipeline, engine, NOW + timedelta(seconds=10), _ranked("d7", "7")).held == [URL]
+    # When a record older than the held change arrives (rank 6: a removal another section announces late)
+    result = _run(pipeline, engine, NOW + timedelta(seconds=20), _ranked("", "6", "removed"))
+    # Then nothing is sent and the held change stays
+    assert result.sent == [] and engine.requests == [[URL]]
+    assert stack.store.held(INDEXNOW, int(NOW.timestamp()) + 20)[URL].digest == "d7"
+    # And after the window the held change goes out: what the engines were last told is the newest change
+    after = NOW + timedelta(seconds=WINDOW_S + 1)
+    assert [n.urls for n in _run(pipeline, engine, after, WAKE_UP).sent] == [[URL]]
+    assert stack.store.sent_records([URL], INDEXNOW, int(after.timestamp()))[URL].digest == "d7"

@@ -171,6 +171,11 @@ def plan_indexnow(
     change record redelivered after a newer one was)."""
     ranks = ranks or {}
     plan = IndexNowPlan()
+    # A change older than the one held for its URL (a record redelivered, or another section's older removal) is
+    # superseded by it: the held change stays, and goes out when its window ends.
+    older = {url for url, h in held.items() if url in digests and h.rank and ranks.get(url) and ranks[url] < h.rank}
+    plan.done += sorted(older)
+    digests = {url: digest for url, digest in digests.items() if url not in older}
     due = {url: h for url, h in held.items() if h.quiet_until_s <= now_s and url not in digests}
     for url in sorted({**due, **digests}):
         digest = digests[url] if url in digests else due[url].digest
