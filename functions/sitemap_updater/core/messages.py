@@ -182,6 +182,9 @@ class ChangeRecords:
     changes: list[FeedChange] = field(default_factory=list)  # every change in FIFO order, for the feed
     # pages deleted where no file showed them: removed only if last announced as shown (URL -> rank, section)
     unless_unannounced: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # pages a file showed in bytes never surely announced, moved on since: removed unless the search engines were
+    # told they exist (URL -> rank, section)
+    unless_told: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def change_record(
@@ -192,18 +195,23 @@ def change_record(
     lastmods: dict[str, int],
     ranks: dict[str, str],
     unless_unannounced: dict[str, str] | None = None,
+    unless_told: dict[str, str] | None = None,
 ) -> Message:
     """What a section rebuild published: the changed URLs (``added``, ``updated``, ``removed``), their entries'
     digests, the files written, the lastmod each page shows now (microseconds; when it was published for a page
     without one) and the rank of the page state each shows (so an older record, redelivered after a newer one was
     announced, is known to be older); and the pages deleted in the section that none of its files showed (URL ->
     rank), to announce as removed only if the search engines were last told they exist (another section's file
-    showed them). One group: notifier runs never overlap."""
+    showed them); and the pages a file showed only in bytes put by an attempt that died (its record maybe unsent)
+    and that moved to another section since (URL -> rank of the state shown), to announce as removed unless the
+    search engines were told they exist. One group: notifier runs never overlap."""
     body = {"v": MESSAGES, "section": section, "changed": changed, "digests": digests, "files": files}
     body["lastmods"] = lastmods
     body["ranks"] = ranks
     if unless_unannounced:
         body["removed_if_announced"] = unless_unannounced
+    if unless_told:
+        body["removed_unless_told"] = unless_told
     return Message(body, NOTIFY_GROUP, _sha256(json.dumps(body, sort_keys=True)))
 
 
@@ -215,16 +223,17 @@ def change_records(
     lastmods: dict[str, int],
     ranks: dict[str, str],
     unless_unannounced: dict[str, str] | None = None,
+    unless_told: dict[str, str] | None = None,
 ) -> list[Message]:
     """:func:`change_record`, in as many messages as SQS needs: each of at most :data:`MAX_RECORD_BYTES` of JSON,
     holding every field of the URLs it names (in URL order; the files in the first). A file whose snapshot was
     lost announces every page it shows, and a burst rebuilds a thousand pages at once: one record of 10,000 URLs
     is megabytes. The notifier reads records URL by URL, so the parts say together what the whole would."""
-    unless = unless_unannounced or {}
-    fields: list[dict[str, Any]] = [changed, digests, lastmods, ranks, unless]
+    unless, untold = unless_unannounced or {}, unless_told or {}
+    fields: list[dict[str, Any]] = [changed, digests, lastmods, ranks, unless, untold]
     parts: list[list[str]] = [[]]
     size = len(json.dumps(change_record(section, {}, {}, files, {}, {}, {}).body)) + _ITEM_SLACK
-    for url in sorted(changed.keys() | unless.keys()):
+    for url in sorted(changed.keys() | unless.keys() | untold.keys()):
         key = len(json.dumps(url)) + 4  # '"url": ' and ', ' in each object that names it
         cost = sum(key + len(json.dumps(values[url])) for values in fields if url in values)
         if parts[-1] and size + cost > MAX_RECORD_BYTES:
@@ -238,7 +247,9 @@ def change_records(
         shown = {url: digests[url] for url in urls if url in digests}
         dated = {url: lastmods[url] for url in urls if url in lastmods}
         left = {url: unless[url] for url in urls if url in unless}
-        messages.append(change_record(section, named, shown, files if number == 0 else [], dated, ranked, left))
+        moved = {url: untold[url] for url in urls if url in untold}
+        first = files if number == 0 else []
+        messages.append(change_record(section, named, shown, first, dated, ranked, left, moved))
     return messages
 
 
@@ -281,6 +292,9 @@ def read_change_records(bodies: Sequence[Mapping[str, Any]]) -> ChangeRecords:
         for url, rank in body.get("removed_if_announced", {}).items():
             if str(rank) >= records.unless_unannounced.get(url, ("", ""))[0]:
                 records.unless_unannounced[url] = (str(rank), section)
+        for url, rank in body.get("removed_unless_told", {}).items():
+            if str(rank) >= records.unless_told.get(url, ("", ""))[0]:
+                records.unless_told[url] = (str(rank), section)
     return records
 
 

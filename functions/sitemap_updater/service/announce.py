@@ -39,6 +39,10 @@ class Announcement:
     ranks: dict[str, str] = field(default_factory=dict)
     lastmods: dict[str, int] = field(default_factory=dict)
     unless_unannounced: dict[str, str] = field(default_factory=dict)
+    # Pages a file here showed only in bytes an attempt put and died before its change record was surely sent, and
+    # that moved on to another section since: announced as removed unless the search engines were told they exist
+    # (URL -> the rank of the state those bytes showed).
+    unless_told: dict[str, str] = field(default_factory=dict)
 
 
 def confirmed_puts(bucket: Bucket, record: PublishedFile) -> tuple[SnapshotRef, ...]:
@@ -88,12 +92,11 @@ def announce(
             rank = here.rank  # deleted here
         else:  # no longer in this section: deleted (its tombstone elsewhere), or moved on and shown there
             page = pipeline.store.get_page(url)
-            if page is not None and page.kind != "deleted" and url in announced:
-                continue  # its next section's file announces it: this one's showed it as announced
-            # Shown here only by bytes an attempt put and died before announcing: announced now, as nothing else
-            # may (its next section may delete it before any file there shows it, soak seed 1932), with the rank
-            # of the state those bytes showed, so that the next section's newer change wins whichever comes first.
-            rank = shown_since.get(url, page.rank if page is not None else "")
+            if page is not None and page.kind != "deleted":
+                if url not in announced:  # shown here only by bytes whose change record may never have been sent:
+                    result.unless_told[url] = shown_since.get(url, page.rank)  # its next section may delete it
+                continue  # before any file there shows it (soak seed 1932); else that section's file announces it
+            rank = page.rank if page is not None else ""
         result.changed[url], result.digests[url], result.ranks[url] = "removed", "", rank
     for mark in marks:  # deletes of pages no file of this section showed: another section's file may have
         if mark.change != "removed" or mark.url is None or mark.url in result.changed or mark.url in found.vanished:

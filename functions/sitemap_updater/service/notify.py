@@ -114,6 +114,8 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
     now_s = to_micros(pipeline.clock()) // 1_000_000
     if read.unless_unannounced:
         _removals_once_shown(read, pipeline, now_s)
+    if read.unless_told and settings.indexnow_key:  # the feed lists what rebuilds announced: nothing to add
+        _removals_never_told(read, pipeline, now_s)
     digests = read.digests  # URL -> digest of the entry now shown ("" once removed); in FIFO order
     deadline = notifiers.deadline()
     if settings.indexnow_key:
@@ -143,6 +145,22 @@ def _removals_once_shown(read: ChangeRecords, pipeline: Pipeline, now_s: int) ->
         rank, section = read.unless_unannounced[url]
         read.digests[url], read.ranks[url] = "", rank
         read.changes.append(FeedChange(url, "removed", section, 0))
+
+
+def _removals_never_told(read: ChangeRecords, pipeline: Pipeline, now_s: int) -> None:
+    """Pages a file showed only in bytes an attempt put and died before its change record was surely sent, moved on
+    to another section since (``removed_unless_told``): announced as removed unless the search engines were told
+    they exist (that record was sent) or are to be told (held), with the rank of the state shown, so that the next
+    section's newer change wins. Else a delete there before any file there showed the page would leave a page a
+    file showed never announced."""
+    pending = sorted(url for url in read.unless_told if url not in read.digests)
+    if not pending:
+        return
+    sent = pipeline.store.sent_records(pending, INDEXNOW, now_s)
+    held = pipeline.store.held(INDEXNOW, now_s)
+    for url in pending:
+        if not any(url in r and r[url].digest != "" for r in (sent, held)):
+            read.digests[url], read.ranks[url] = "", read.unless_told[url][0]
 
 
 @dataclass(slots=True)

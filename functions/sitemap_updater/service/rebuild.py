@@ -284,11 +284,11 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
             if mark.url in result.changed_urls and mark.at_us is not None:
                 first_at[mark.url] = min(first_at.get(mark.url, mark.at_us), mark.at_us)
         result.latencies_s = [max(0.0, (as_of - at) / 1e6) for _, at in sorted(first_at.items())]
-    if (result.changed_urls or found.unless_unannounced) and pipeline.settings.announces_pages:
+    if (result.changed_urls or found.unless_unannounced or found.unless_told) and pipeline.settings.announces_pages:
         # With no notifier on, none: what a notifier turned on later announces is compared with these files anyway.
         for message in change_records(
             section, result.changed_urls, result.digests, result.put, result.lastmods, result.ranks,
-            found.unless_unannounced,
+            found.unless_unannounced, found.unless_told,
         ):  # fmt: skip
             pipeline.notify_queue.send(*message)
     # Only now, with the change record sent: a crash before it leaves these files as the next attempt compares with.
