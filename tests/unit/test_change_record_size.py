@@ -29,6 +29,7 @@ def _record(count: int, url_chars: int) -> dict[str, object]:
         "lastmods": {u: 1_795_262_400_000_000 + i for i, u in enumerate(urls)},
         "ranks": {u: f"{1:020d}:{i:020d}:0:{i:064x}:blog" for i, u in enumerate(urls)},
         "unless_unannounced": {f"{BASE}/gone/{i}": f"{2:020d}:{i:020d}:1::gone" for i in range(count // 10)},
+        "unless_told": {f"{BASE}/moved/{i}": f"{3:020d}:{i:020d}:0:{i:064x}:blog" for i in range(count // 10 + 1)},
     }
 
 
