@@ -98,15 +98,18 @@ class Site:
     netloc: str
     session_params: frozenset[str] = field(default=DEFAULT_SESSION_PARAMS)
     sections: frozenset[str] | None = frozenset()
-    _canonical: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _canonical_query: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    # URLs already in canonical form (the common case) are recognised by one match and kept as they are; the two
+    # patterns are compiled at the first URL checked, not for every Site made (a stack lists thousands of sites).
+    _canonical: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _canonical_query: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        # URLs already in canonical form (the common case) are recognised by one match and kept as they are.
+    def _patterns(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
         prefix = re.escape(f"{self.scheme}://{self.netloc}")
-        object.__setattr__(self, "_canonical", re.compile(rf"{prefix}{_CLEAN_PATH.pattern}"))
-        with_query = rf"{prefix}{_CLEAN_PATH.pattern}\?({_NON_EMPTY_QUERY})"
-        object.__setattr__(self, "_canonical_query", re.compile(with_query))
+        plain = re.compile(rf"{prefix}{_CLEAN_PATH.pattern}")
+        with_query = re.compile(rf"{prefix}{_CLEAN_PATH.pattern}\?({_NON_EMPTY_QUERY})")
+        object.__setattr__(self, "_canonical", plain)
+        object.__setattr__(self, "_canonical_query", with_query)
+        return plain, with_query
 
     def section_of(self, url: str) -> str:
         """The section of a canonical page URL whose event names none."""
@@ -117,9 +120,13 @@ class Site:
         """True when ``url`` is on this site and needs no change at all (checked without parsing)."""
         if len(url) > MAX_URL_LENGTH or "/." in url or ";" in url:
             return False
+        plain, with_query = (
+            self._patterns() if self._canonical is None or self._canonical_query is None
+            else (self._canonical, self._canonical_query)
+        )  # fmt: skip
         if "?" not in url:
-            return self._canonical.fullmatch(url) is not None
-        match = self._canonical_query.fullmatch(url)
+            return plain.fullmatch(url) is not None
+        match = with_query.fullmatch(url)
         if match is None:
             return False
         names = self.session_params
