@@ -279,7 +279,11 @@ def report(sites: int, pages: int) -> str:
         "are measured); at the full rate a batch holds up to 100 events of as many sites, so the ingest's request, "
         "receive and platform log line (under $0.70 per million together) are overstated. Config reads: each "
         "function's processes read a site's item once per 60 s; an event of a site seen 200 s or more ago is read "
-        "by each function it passes (ingest, the rebuild, the index rebuild, the notifier): 0.5 read unit each.",
+        "by each function it passes (ingest, the rebuild, the index rebuild, the notifier): 0.5 read unit each. "
+        "Freshness and config reads are those of the few sites measured, where no lookup was deferred: at "
+        f"{sites:,} sites a function's process meets more than 20 new hosts a minute (the first limit, below), and "
+        "with this branch's SiteCache a deferred event waits out its queue's visibility timeout (180 s for ingest, "
+        "720 s for the rebuilds) before it is tried again: far past 60 s.",
         "",
         f"**The scheduled functions at {sites:,} sites** (registered with empty trees: the runs' own costs do not "
         "depend on the pages; a visit of a site of 1,000 pages is the traffic's measurement above, a run that "
@@ -312,7 +316,7 @@ def report(sites: int, pages: int) -> str:
         "without high throughput, 3,000 messages in batches of 10 ([Troubleshoot FIFO throttling](https://docs.aws."
         "amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/troubleshooting-fifo-throttling-issues.html)); "
         "with high throughput (`FifoThroughputLimit: perMessageGroupId`, `DeduplicationScope: messageGroup`) "
-        "70,000 non-batched a second per API action in us-east-1 ([SQS message quotas](https://docs.aws.amazon.com/"
+        "70,000 non-batched a second per API action in us-east-1, less in other Regions ([SQS message quotas](https://docs.aws.amazon.com/"
         "AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html)). Lambda: 1,000 concurrent executions "
         "a region by default. SiteCache: 20 uncached hosts per 60 s per process (wiring/sites.py), past which a "
         "lookup raises SiteLookupDeferred and the event is retried.",
@@ -343,7 +347,8 @@ def report(sites: int, pages: int) -> str:
         "Reading: with events spread over this many sites, every event names a host its process has not read "
         "within 60 s, so each function's processes read one site item per event (GetItem, 0.5 unit) as long as "
         "their window of uncached reads lasts; a function whose processes see more than 20 new hosts a minute "
-        "each defers the rest (lists per event above 0: the cache lists the sites instead). The first limit that "
+        "each defers the rest (lists per event above 0: the cache lists the sites instead); the rebuild, the index "
+        "rebuild and the notifier read the site too, each in its own processes. The first limit that "
         "fails an event is " + "; ".join(first) + ". The hourly functions' limit only delays: a run that cannot "
         "visit every marked site within its share of the timeout leaves a cursor, so each marked site is visited "
         "every few hours instead of every hour (the runs needed in the table above), and a site's active mark "
