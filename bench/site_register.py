@@ -9,6 +9,9 @@ as the adapter's DynamoDB call would be, from the real items' sizes (``site_item
 - ``cursor``: GetItem, strongly consistent; ``mark``, ``set_cursor``: PutItem; ``unmark``: DeleteItem (a
   condition that fails is billed as the delete).
 
+The fake returns the sites themselves; each is turned into its item and back (``site_from_item``) as the adapter
+reads it, and that parsing is billed to the function (the item's making is not).
+
 ``RegisterCalls`` counts every call by the function that made it and its name (``get_site``: the config reads).
 """
 
@@ -20,7 +23,7 @@ from typing import Any
 
 from bench.meter import Meter, _query_units
 from bench.usage import Usage
-from sitemap_updater.adapters.sites import site_item
+from sitemap_updater.adapters.sites import site_from_item, site_item
 from sitemap_updater.core.site_keys import MARKS_PK, SITES_PK
 from sitemap_updater.sites import SiteConfig
 from tests.sim.dynamo import item_size
@@ -63,18 +66,24 @@ def metered(meter: Meter, directory: FakeSites) -> RegisterCalls:
         return meter.charged(name, call, lambda: rule, [pk])
 
     def do_get_site(host: str) -> SiteConfig | None:
-        found = directory.sites.get(host)
-        size = site_size(found) if found is not None else 0
-        read: SiteConfig | None = charge(
-            get_site, "GetItem", lambda: get_site(host), lambda u, _r: meter._read(u, [size or None], False), SITES_PK
-        )
-        return read
+        item: list[dict[str, Any]] = []
+
+        def rule(u: Usage, found: SiteConfig | None) -> None:
+            item.extend([] if found is None else [site_item(found)])
+            meter._read(u, [item_size(item[0]) if item else None], False)
+
+        charge(get_site, "GetItem", lambda: get_site(host), rule, SITES_PK)
+        return site_from_item(item[0]) if item else None  # the adapter's parsing, billed
 
     def do_list_sites() -> list[SiteConfig]:
-        def rule(u: Usage, found: list[SiteConfig]) -> None:
-            meter._query(u, [site_size(s) for s in found])
+        items: list[dict[str, Any]] = []
 
-        return charge(list_sites, "Query", list_sites, rule, SITES_PK)  # type: ignore[no-any-return]
+        def rule(u: Usage, found: list[SiteConfig]) -> None:
+            items.extend(site_item(s) for s in found)
+            meter._query(u, [item_size(i) for i in items])
+
+        charge(list_sites, "Query", list_sites, rule, SITES_PK)
+        return [site_from_item(item) for item in items]  # the adapter's parsing of each item, billed
 
     def do_marks(kind: str) -> dict[str, int]:
         def rule(u: Usage, found: dict[str, int]) -> None:

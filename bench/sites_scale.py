@@ -197,8 +197,9 @@ def idle_rows(idle: dict[str, float], pages: int, sites: int, list_rcu: float) -
         f"($0.25 per GB-month) | ${idle['DynamoDB storage']:.6f} |",
         f"| S3 storage: {idle['S3 bytes n'] / 1e3:.0f} KB of files ($0.023 per GB-month) | ${idle['S3 storage']:.7f} |",
         f"| the daily reconciliation visit: {visit}, x 30.4 days | ${idle['daily reconciliation visit']:.6f} |",
-        f"| its item in the reconciliation's hourly list of the {sites:,} sites (its share of {list_rcu:,.0f} read "
-        f"units) | ${idle['its item in the hourly list of sites']:.7f} |",
+        f"| its item in the reconciliation's hourly list of the {sites:,} sites: its share of {list_rcu:,.0f} read "
+        f"units, its parsing {idle['list ms n']:.1f} ms billed, x 730 | "
+        f"${idle['its item in the hourly list of sites']:.7f} |",
         "| the register (no mark while idle) | $0 |",
         f"| **total** | **${idle['total']:.5f}** |",
         "",
@@ -302,8 +303,12 @@ def report(sites: int, pages: int) -> str:
         out.append(f"| {label} | {TIMEOUTS[name]} s | {idle_run.billed_s:.3f} s, {idle_run.rru:,.0f} | "
                    f"{one.billed_s:.3f} s, {one.rru:,.0f} | {every.billed_s:,.1f} s, {every.rru:,.0f} | "
                    f"{per_site * 1000:.0f} ms{'' if name in visits else ' (empty tree)'} | {runs} |")  # fmt: skip
+    listing = scale["one marked"]["SweepFunction"].billed_s - scale["idle"]["SweepFunction"].billed_s
     out += [
         "",
+        f"Listing the sites costs a run about {listing:.1f} s billed at 512 MB (one marked less none marked, the "
+        "sweep's): the adapter parses each item (`SiteConfig.parse`) and the run takes each site's `host`, which "
+        "parses its origin again (`Site.parse` compiles two regular expressions for its host each time). "
         "None marked: the sweep, upkeep and wake-up read the register (one Query) and visit the stack's own site; "
         "the reconciliation also lists the sites and visits those whose daily turn it is (about 1/24). Every run "
         f"stops at {TIME_SHARE:.0%} of its time and the next one goes on from its cursor; a wake-up that takes more "
@@ -348,7 +353,9 @@ def report(sites: int, pages: int) -> str:
         "within 60 s, so each function's processes read one site item per event (GetItem, 0.5 unit) as long as "
         "their window of uncached reads lasts; a function whose processes see more than 20 new hosts a minute "
         "each defers the rest (lists per event above 0: the cache lists the sites instead); the rebuild, the index "
-        "rebuild and the notifier read the site too, each in its own processes. The first limit that "
+        "rebuild and the notifier read the site too, each in its own processes. A process that lists the sites "
+        f"instead spends about {listing:.0f} s on it at 512 MB (above), against ingest's 30 s timeout. The first "
+        "limit that "
         "fails an event is " + "; ".join(first) + ". The hourly functions' limit only delays: a run that cannot "
         "visit every marked site within its share of the timeout leaves a cursor, so each marked site is visited "
         "every few hours instead of every hour (the runs needed in the table above), and a site's active mark "
