@@ -156,11 +156,11 @@ def limits(t: Traffic, own_s: dict[str, float], visit_s: dict[str, float], sites
                      f"{TIMEOUTS[name]} s, less {own})", need / budget, reach))  # fmt: skip
     processes = ingest_processes(t, r)
     cache = window(r, processes, sites)
-    reach = processes * 20 / 60  # uncached hosts a second its processes may read (each event's host is uncached)
+    per_minute = cache["lists"] * r * 60 / processes  # listings a minute per process (at most one)
     rows.append((f"SiteCache, ingest ({processes} process{'es' * (processes > 1)})",
-                 f"{r:g} uncached hosts/s of {reach:.2f} (20 per 60 s a process): {cache['deferred']:.0%} of lookups "
-                 f"deferred; {cache['gets']:.2f} GetItem and {cache['lists']:.4f} lists per event", r / reach,
-                 reach))  # fmt: skip
+                 f"{r:g} hosts/s, mostly uncached: {cache['gets']:.2f} GetItem and {cache['lists']:.4f} lists of the "
+                 f"sites per event ({per_minute:.2f} a minute per process, {list_rcu:,.0f} units each): past 20 "
+                 "hosts a minute a process answers from its list, nothing is deferred", 0.0, math.inf))  # fmt: skip
     return rows
 
 
@@ -281,10 +281,9 @@ def report(sites: int, pages: int) -> str:
         "receive and platform log line (under $0.70 per million together) are overstated. Config reads: each "
         "function's processes read a site's item once per 60 s; an event of a site seen 200 s or more ago is read "
         "by each function it passes (ingest, the rebuild, the index rebuild, the notifier): 0.5 read unit each. "
-        "Freshness and config reads are those of the few sites measured, where no lookup was deferred: at "
-        f"{sites:,} sites a function's process meets more than 20 new hosts a minute (the first limit, below), and "
-        "with this branch's SiteCache a deferred event waits out its queue's visibility timeout (180 s for ingest, "
-        "720 s for the rebuilds) before it is tried again: far past 60 s.",
+        "Freshness and config reads are those of the few sites measured: at "
+        f"{sites:,} sites a function's process meets more than 20 new hosts a minute, and then reads the list of "
+        "sites once a minute and answers every host from it (below), so no event waits for its site's item.",
         "",
         f"**The scheduled functions at {sites:,} sites** (registered with empty trees: the runs' own costs do not "
         "depend on the pages; a visit of a site of 1,000 pages is the traffic's measurement above, a run that "
@@ -303,14 +302,13 @@ def report(sites: int, pages: int) -> str:
         out.append(f"| {label} | {TIMEOUTS[name]} s | {idle_run.billed_s:.3f} s, {idle_run.rru:,.0f} | "
                    f"{one.billed_s:.3f} s, {one.rru:,.0f} | {every.billed_s:,.1f} s, {every.rru:,.0f} | "
                    f"{per_site * 1000:.0f} ms{'' if name in visits else ' (empty tree)'} | {runs} |")  # fmt: skip
-    listing = scale["one marked"]["SweepFunction"].billed_s - scale["idle"]["SweepFunction"].billed_s
     out += [
         "",
-        f"Listing the sites costs a run about {listing:.1f} s billed at 512 MB (one marked less none marked, the "
-        "sweep's): the adapter parses each item (`SiteConfig.parse`) and the run takes each site's `host`, which "
-        "parses its origin again (`Site.parse` compiles two regular expressions for its host each time). "
-        "None marked: the sweep, upkeep and wake-up read the register (one Query) and visit the stack's own site; "
-        "the reconciliation also lists the sites and visits those whose daily turn it is (about 1/24). Every run "
+        "The sweep, upkeep and wake-up read the register (one Query of the marks) and each marked site's item "
+        "through the sites' cache; the reconciliation also lists the sites every hour, for its day's share of "
+        "visits (the adapter parses each item, `SiteConfig.parse`: about 0.02 ms of CPU an item). "
+        "None marked: the sweep, upkeep and wake-up visit the stack's own site only; the reconciliation also "
+        "visits its hour's share of the idle sites (1/24 of them). Every run "
         f"stops at {TIME_SHARE:.0%} of its time and the next one goes on from its cursor; a wake-up that takes more "
         "than its minute delays the next (one FIFO group).",
         "",
@@ -323,8 +321,8 @@ def report(sites: int, pages: int) -> str:
         "with high throughput (`FifoThroughputLimit: perMessageGroupId`, `DeduplicationScope: messageGroup`) "
         "70,000 non-batched a second per API action in us-east-1, less in other Regions ([SQS message quotas](https://docs.aws.amazon.com/"
         "AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html)). Lambda: 1,000 concurrent executions "
-        "a region by default. SiteCache: 20 uncached hosts per 60 s per process (wiring/sites.py), past which a "
-        "lookup raises SiteLookupDeferred and the event is retried.",
+        "a region by default. SiteCache: 20 uncached hosts per 60 s per process are read one by one "
+        "(wiring/sites.py); past that, the process lists the sites (at most once a minute) and answers from the list.",
         "",
     ]
     first: list[str] = []
@@ -345,17 +343,15 @@ def report(sites: int, pages: int) -> str:
         "The SiteCache's window, driven with the hosts of evenly spread sites (`window`: events dealt in turn to the "
         "processes of one function, each its own cache):",
         "",
-        "| rate | processes | lookups deferred | GetItem / event | lists / event |",
-        "|---:|---:|---:|---:|---:|",
-        *[f"| {rate:g}/s | {p} | {w['deferred']:.0%} | {w['gets']:.2f} | {w['lists']:.4f} |" for rate, p, w in lookups],
+        "| rate | processes | GetItem / event | lists / event |",
+        "|---:|---:|---:|---:|",
+        *[f"| {rate:g}/s | {p} | {w['gets']:.2f} | {w['lists']:.4f} |" for rate, p, w in lookups],
         "",
         "Reading: with events spread over this many sites, every event names a host its process has not read "
-        "within 60 s, so each function's processes read one site item per event (GetItem, 0.5 unit) as long as "
-        "their window of uncached reads lasts; a function whose processes see more than 20 new hosts a minute "
-        "each defers the rest (lists per event above 0: the cache lists the sites instead); the rebuild, the index "
-        "rebuild and the notifier read the site too, each in its own processes. A process that lists the sites "
-        f"instead spends about {listing:.0f} s on it at 512 MB (above), against ingest's 30 s timeout. The first "
-        "limit that "
+        "within 60 s, so each function's processes read one site item per event (GetItem, 0.5 unit) for their "
+        "first 20 new hosts a minute, then list the sites once that minute and answer the rest from the list "
+        "(lists per event above 0); the rebuild, the index rebuild and the notifier read the site too, each in "
+        "its own processes. The first limit that "
         "fails an event is " + "; ".join(first) + ". The hourly functions' limit only delays: a run that cannot "
         "visit every marked site within its share of the timeout leaves a cursor, so each marked site is visited "
         "every few hours instead of every hour (the runs needed in the table above), and a site's active mark "
