@@ -144,6 +144,15 @@ def limits(t: Traffic, own_s: dict[str, float], visit_s: dict[str, float], sites
                  f"{seconds * r:,.1f} of {LAMBDA_CONCURRENCY:,}", seconds * r / LAMBDA_CONCURRENCY,
                  LAMBDA_CONCURRENCY / seconds))  # fmt: skip
     for name in HOURLY:
+        if name == "ReconcileFunction":  # every site once a day, whatever the rate: its share of them an hour
+            daily = sites / 24
+            budget = TIME_SHARE * TIMEOUTS[name] - own_s[name]
+            need = daily * visit_s.get(name, 0.0)
+            rows.append((f"{name} within its hour", f"a 24th of the sites, {daily:,.0f} x "
+                         f"{visit_s.get(name, 0) * 1000:.0f} ms = {need:,.0f} s of {budget:,.0f} s ({TIME_SHARE:.0%} "
+                         f"of {TIMEOUTS[name]} s, less the list and the stack's own site)", need / budget,
+                         math.inf))  # fmt: skip
+            continue
         share = marked_share(t, name)  # of the sites, found marked by a run (so many of the stack's)
         marked = share * sites
         budget = TIME_SHARE * TIMEOUTS[name] - own_s[name]

@@ -74,20 +74,23 @@ def test_an_idle_site_is_visited_by_no_hourly_function_and_its_wake_ups_by_none(
     record = {"messageId": "w", "body": WAKE_UP, "attributes": {}}
     notify_handler.handler({"Records": [record]}, LocalContext("notify"))
     # Then they visited the stack's own site and the site with pages, never the idle one
-    assert runs["sweep"]["sites"] == runs["upkeep"]["sites"] == runs["reconcile"]["sites"] == 2
+    assert runs["sweep"]["sites"] == runs["upkeep"]["sites"] == 2
     assert set(stack.directory.marks(ACTIVE)) == {"www.example.de"}
     assert stack.directory.marks(HELD) == {}
 
 
-def test_an_idle_site_is_reconciled_once_a_day(stack: Clocked) -> None:
+def test_each_site_is_reconciled_once_a_day_busy_or_idle(stack: Clocked) -> None:
     stack.add(FR)
+    stack.add(DE)
     runs = []
-    for _ in range(48):
+    for hour in range(48):
+        stack.send(upsert(f"{DE}/p{hour}", at=f"2026-11-21T{hour % 24:02d}:00:00Z"))  # DE busy every hour
+        stack.drain()
         runs.append(stack.hourly())
         stack.clock.now += 3600
-    assert all(run["sweep"]["sites"] == run["upkeep"]["sites"] == run["reconcile"]["sites"] == 1 for run in runs)
-    assert sum(run["reconcile"]["idle_sites"] for run in runs[:24]) == 1
-    assert sum(run["reconcile"]["idle_sites"] for run in runs[24:]) == 1
+    assert all(run["sweep"]["sites"] == run["upkeep"]["sites"] == 2 for run in runs)  # DE marked, FR idle
+    assert sum(run["reconcile"]["sites"] - 1 for run in runs[:24]) == 2  # beside the stack's own: each site once
+    assert sum(run["reconcile"]["sites"] - 1 for run in runs[24:]) == 2
 
 
 def test_a_site_is_visited_until_it_is_quiet_for_an_hour_and_again_from_its_next_event(stack: Clocked) -> None:

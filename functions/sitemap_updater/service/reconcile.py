@@ -153,18 +153,19 @@ class ReconcileRun:
     checked: int = 0
     found: dict[str, list[str]] = field(default_factory=lambda: {"missing": [], "changed": [], "stray": []})
     visited: int = 0
-    left: int = 0  # sites marked active its time did not reach: the next run begins with them
-    idle_visited: int = 0
+    left: int = 0
+    daily_visited: int = 0  # sites added at run time visited (this hour's share of them)
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
 def reconcile_sites(
-    dues: Sequence[Due], idle: Sequence[Due], directory: SiteDirectory | None, deadline: Deadline
+    dues: Sequence[Due], sites: Sequence[Due], directory: SiteDirectory | None, deadline: Deadline
 ) -> ReconcileRun:
-    """Reconcile the stack's own site and each site marked active (``dues``), then, with the time left, this hour's
-    share of the ``idle`` sites in turn (their own cursor; the 24 hours' shares add up to all of them): each idle
-    site once a day while the runs have the time, its slices a day's. A run that cannot take its share leaves the
-    rest to the next runs, which go on from where it stopped."""
+    """Reconcile ``dues`` (the stack's own site), then, with the time left, this hour's share of the ``sites`` added
+    at run time in turn (their own cursor; the 24 hours' shares add up to all of them): each once a day while the
+    runs have the time, its slices a day's. Drift is rare and not caused by the pipeline (files are put before any
+    index names them), so a site's activity does not make it due sooner. A run that cannot take its share leaves
+    the rest to the next runs, which go on from where it stopped."""
     run = ReconcileRun()
 
     def work(due: Due, period: int = HOUR_US) -> None:
@@ -175,10 +176,11 @@ def reconcile_sites(
 
     visits = visit("reconcile", dues, directory, work, deadline)
     run.visited, run.left, run.failed = len(visits.visited), visits.left, list(visits.failed)
-    if idle:  # this hour's share of a day's visits: the day's shares add up to every idle site once
-        hour = to_micros(idle[0].pipeline.clock()) // HOUR_US % HOURS_PER_DAY
-        quota = (hour + 1) * len(idle) // HOURS_PER_DAY - hour * len(idle) // HOURS_PER_DAY
-        daily = visit("reconcile-daily", idle, directory, partial(work, period=DAY_US), deadline, limit=quota)
-        run.idle_visited = len(daily.visited)
+    if sites:  # this hour's share of a day's visits: the day's shares add up to every site once
+        hour = to_micros(sites[0].pipeline.clock()) // HOUR_US % HOURS_PER_DAY
+        quota = (hour + 1) * len(sites) // HOURS_PER_DAY - hour * len(sites) // HOURS_PER_DAY
+        daily = visit("reconcile-daily", sites, directory, partial(work, period=DAY_US), deadline, limit=quota)
+        run.daily_visited = len(daily.visited)
+        run.left += quota - len(daily.visited)  # this hour's share its time did not reach: the next runs take it
         run.failed += daily.failed
     return run

@@ -6,7 +6,7 @@ has a mark in the stack's register (``SiteDirectory.mark``, items of one partiti
 - ``active``: written by ingest before it takes a batch of the site's events (an outbox the sweep may have to
   send), by a section rebuild that shows news or retires files and an index rebuild that stops naming files
   (upkeep's work later), and by ``import`` when it begins; at most once per ``TOUCH_EVERY_S`` per process. The
-  hourly sweep, upkeep and reconciliation visit the sites so marked. The sweep deletes a mark once the site is
+  hourly sweep and upkeep visit the sites so marked. The sweep deletes a mark once the site is
   quiet: no outbox open, no import running, no rebuild request parked, every file record live and settled, no
   news shown (news expiry is upkeep's) and no file waiting out its grace (cleanups are upkeep's).
 - ``held``: written by the notifier before it holds a change back for IndexNow's quiet window; the one-minute
@@ -21,9 +21,9 @@ leads to it.
 A mark whose site is gone is deleted once it is as old (``forget_stale``), never sooner: a process that wrote it
 lately would not write it again for a site removed and added back.
 
-Reconciliation also visits every other site in turn, a 24th of them each run (``daily`` quota, a cursor of its
-own): a file changed out of band on a site that has been idle is repaired within a day, for 1/24 of an hourly
-visit's cost. The sweep checks a site's robots.txt in the hour of the day its host's CRC-32 names (``daily_turn``).
+Reconciliation visits every site added at run time in turn, busy or idle, each hour its share of a day (a cursor
+of its own): a file changed out of band is repaired within a day, for 1/24 of an hourly visit's cost. The sweep
+checks a site's robots.txt in the hour of the day its host's CRC-32 names (``daily_turn``).
 
 A scheduled run visits the stack's own site first, then the marked sites in turn from where its previous run
 stopped (``SiteDirectory.cursor``) for as long as its time allows (``visit``): a stack with more marked sites than
