@@ -50,7 +50,6 @@ WAKE_UP = json.dumps({"source": "aws.events", "detail-type": "Scheduled Event", 
 DDB_GB_MONTH = 0.25  # DynamoDB Standard table class, storage per GB-month (us-east-1)
 S3_GB_MONTH = 0.023  # S3 Standard, first 50 TB, per GB-month (us-east-1)
 ITEM_OVERHEAD = 100  # bytes DynamoDB adds to each item for its storage bill
-OLD_MONTH = 0.018  # what an idle site cost before the register (every run visited every active site)
 HOURLY: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "SweepFunction": sweep.handler,
     "UpkeepFunction": upkeep.handler,
@@ -276,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     month = measure(args.pages)
     print(f"an idle site of {args.pages:,} pages, a month (730 h): " + ", ".join(lines(month)))
-    print(f"(before the register: ${OLD_MONTH:.3f}); " + ", ".join(
+    print("calls: " + ", ".join(
         f"{line.removesuffix(' n')} {v:,.0f}" for line, v in month.items() if line.endswith(" n")))  # fmt: skip
     return 0
 

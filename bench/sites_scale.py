@@ -212,8 +212,7 @@ def idle_rows(idle: dict[str, float], pages: int, sites: int, list_rcu: float) -
         "| the register (no mark while idle) | $0 |",
         f"| **total** | **${idle['total']:.5f}** |",
         "",
-        f"Before the register every run visited every active site: ${idle_site.OLD_MONTH:.3f} a month; now "
-        f"${idle['total']:.5f} ({idle['of which storage'] / idle['total']:.0%} of it storage), "
+        f"An idle site: ${idle['total']:.5f} a month ({idle['of which storage'] / idle['total']:.0%} of it storage), "
         f"${idle['total'] * sites:,.2f} a month for {sites:,} idle sites.",
         "",
     ]
@@ -306,7 +305,9 @@ def report(sites: int, pages: int) -> str:
     for name in JOBS:
         idle_run, one, every = (scale[label][name] for label in ("idle", "one marked", "all marked"))
         per_site = visits.get(name, empty_visit[name])
-        runs = runs_to_visit(own_s[name], per_site, sites, TIMEOUTS[name])
+        runs: int | str = runs_to_visit(own_s[name], per_site, sites, TIMEOUTS[name])
+        if name == "ReconcileFunction":
+            runs = "24 (a share each hour, busy or idle)"
         label = "wake-up (NotifyFunction)" if name == "NotifyFunction" else name
         out.append(f"| {label} | {TIMEOUTS[name]} s | {idle_run.billed_s:.3f} s, {idle_run.rru:,.0f} | "
                    f"{one.billed_s:.3f} s, {one.rru:,.0f} | {every.billed_s:,.1f} s, {every.rru:,.0f} | "
