@@ -129,3 +129,19 @@ def test_a_change_record_older_than_the_change_held_leaves_it_held_and_it_goes_o
     after = NOW + timedelta(seconds=WINDOW_S + 1)
     assert [n.urls for n in _run(pipeline, engine, after, WAKE_UP).sent] == [[URL]]
     assert stack.store.sent_records([URL], INDEXNOW, int(after.timestamp()))[URL].digest == "d7"
+
+
+def test_a_dead_attempt_s_record_redriven_after_the_removal_it_was_replaced_by_announces_nothing() -> None:
+    # Given a page shown only by bytes an attempt put and died with, moved on since: its removal announced
+    # (``removed_unless_told``, with the rank of the state those bytes showed)
+    stack = Stack()
+    pipeline = replace_settings(stack, indexnow_key="0123456789abcdef", indexnow_window_seconds=WINDOW_S)
+    engine = Engine()
+    removal = change_record("blog", {}, {}, [], {}, {}, None, {URL: "5"}).body
+    assert [n.urls for n in _run(pipeline, engine, NOW, removal).sent] == [[URL]]
+    # When the dead attempt's own record is redriven from the dead-letter queue afterwards (the same state's rank)
+    later = NOW + timedelta(seconds=WINDOW_S + 10)
+    result = _run(pipeline, engine, later, _ranked("dA", "5", "added"))
+    # Then nothing is sent or held: the engines were last told of the removal, as the files show
+    assert (result.sent, result.held) == ([], [])
+    assert stack.store.sent_records([URL], INDEXNOW, int(later.timestamp()))[URL].digest == ""

@@ -78,7 +78,9 @@ def announce(
     state of each URL the rebuild read (tombstones too)."""
     found = compare(region, now, *views, as_of_us)
     announced = {s.url for view in views[0] for s in view.states or () if s.entry is not None}
-    shown_since = {s.url: s.rank for view in views[1] for s in view.states or () if s.entry is not None}
+    shown_since: dict[str, str] = {}  # the newest state each URL's bytes put since showed
+    for s in (s for view in views[1] for s in view.states or () if s.entry is not None):
+        shown_since[s.url] = max(s.rank, shown_since.get(s.url, ""))
     result = Announcement()
     for url, (kind, state) in found.shown.items():
         result.changed[url] = kind

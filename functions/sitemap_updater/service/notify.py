@@ -160,7 +160,9 @@ def _removals_never_told(read: ChangeRecords, pipeline: Pipeline, now_s: int) ->
     held = pipeline.store.held(INDEXNOW, now_s)
     for url in pending:
         if not any(url in r and r[url].digest != "" for r in (sent, held)):
-            read.digests[url], read.ranks[url] = "", read.unless_told[url][0]
+            # The newest rank the batch knows for the removal: a delete of the page in this batch (its tombstone's)
+            rank = max(read.unless_told[url][0], read.unless_unannounced.get(url, ("", ""))[0])
+            read.digests[url], read.ranks[url] = "", rank
 
 
 @dataclass(slots=True)
@@ -192,7 +194,7 @@ def plan_indexnow(
     # A change older than the one held for its URL (a record redelivered, or another section's older removal) is
     # superseded by it: the held change stays, and goes out when its window ends.
     older = {url for url, h in held.items() if url in digests and h.rank and ranks.get(url) and ranks[url] < h.rank}
-    plan.done += sorted(older)
+    plan.done += sorted(url for url in older if held[url].quiet_until_s > now_s)  # a due one is sent below
     digests = {url: digest for url, digest in digests.items() if url not in older}
     due = {url: h for url, h in held.items() if h.quiet_until_s <= now_s and url not in digests}
     for url in sorted({**due, **digests}):
@@ -205,6 +207,10 @@ def plan_indexnow(
             plan.done.append(url)  # this content was announced already (a redelivery, or a second record)
         elif last is not None and rank and last.rank and rank < last.rank:
             plan.done.append(url)  # a newer state of the page was announced already
+        elif last is not None and rank and rank == last.rank and not last.digest and digest:
+            # The same state's entry after its removal was announced: a record of bytes an attempt put, redelivered
+            # after the removal (``removed_unless_told``) that carried that state's rank.
+            plan.done.append(url)
         elif url in due and last is not None and last.quiet_until_s > due[url].quiet_until_s:
             plan.done.append(url)  # announced after it was held, by a newer change that replaced it
         elif last is not None and last.quiet_until_s > now_s:
