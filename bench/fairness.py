@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 import sys
 import time
 import warnings
@@ -22,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from unittest import mock
 
+from bench.markdown import write_block
 from bench.meter import Meter
 from bench.traffic import Driver, Scenario
 from bench.traffic import receive as fifo_receive
@@ -148,13 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     out = "\n".join(text).rstrip()
     print(out)
     if args.write:
-        document = args.write.read_text(encoding="utf-8")
-        block = f"{BEGIN}\n{out}\n{END}"
-        if BEGIN in document:
-            document = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _m: block, document, flags=re.S)
-        else:
-            document = document.rstrip() + f"\n\n## Fairness between sites\n\n{block}\n"
-        args.write.write_text(document, encoding="utf-8")
+        write_block(args.write, BEGIN, END, out, "Fairness between sites")
     return 0
 
 

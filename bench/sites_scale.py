@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ from pathlib import Path
 from bench import idle_site
 from bench.cost import HOURS_PER_MONTH, dollars
 from bench.idle_site import HOURLY, JOBS, stack
+from bench.markdown import write_block
 from bench.site_register import list_units, mark_size, site_size
 from bench.sites_measure import Run, Traffic, at_scale, traffic, window
 from sitemap_updater.local.stack import load_template
@@ -381,13 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     out = report(args.sites, args.pages)
     print(out)
     if args.write:
-        document = args.write.read_text(encoding="utf-8")
-        block = f"{BEGIN}\n{out}\n{END}"
-        if BEGIN in document:
-            document = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _m: block, document, flags=re.S)
-        else:
-            document = document.rstrip() + f"\n\n## Many sites\n\n{block}\n"
-        args.write.write_text(document, encoding="utf-8")
+        write_block(args.write, BEGIN, END, out, "Many sites")
     return 0
 
 
