@@ -60,13 +60,19 @@ def _url(name: str) -> str:
     return f"{BASE}/blog/{name}"
 
 
-def test_a_page_put_by_a_rebuild_that_died_before_its_change_record_is_announced_when_it_goes() -> None:
-    # Given a published page, and a new page whose rebuild put the file and died before its change record
+def _with_a_announced() -> tuple[Stack, Announcements]:
+    """An in-memory stack whose page ``a`` is published and announced, and its notifier."""
     stack = Stack()
     announcements = Announcements(stack)
     stack.send(page("a", version=1))
     stack.drain()
     assert announcements.run() == [[_url("a")]]
+    return stack, announcements
+
+
+def test_a_page_put_by_a_rebuild_that_died_before_its_change_record_is_announced_when_it_goes() -> None:
+    # Given a published page, and a new page whose rebuild put the file and died before its change record
+    stack, announcements = _with_a_announced()
     stack.send(page("p", version=1))
     with crash(stack.pipeline.notify_queue, "send") as hits:
         stack.until(hits)
@@ -81,11 +87,7 @@ def test_a_page_put_by_a_rebuild_that_died_before_its_change_record_is_announced
 
 def test_a_put_that_never_happened_announces_nothing() -> None:
     # Given a published page, and a new page whose rebuild recorded its intent and died before its put
-    stack = Stack()
-    announcements = Announcements(stack)
-    stack.send(page("a", version=1))
-    stack.drain()
-    announcements.run()
+    stack, announcements = _with_a_announced()
     stack.send(page("p", version=1))
     with crash(stack.s3, "put_object", when=lambda **kw: kw["Key"].endswith(".xml.gz")) as hits:
         stack.until(hits)
@@ -123,11 +125,7 @@ def test_a_page_shown_only_by_a_dead_put_that_moves_on_is_announced_once_whateve
     news_shows_it: bool,
 ) -> None:
     # Given a page whose blog rebuild put the file and died before its change record (never announced)
-    stack = Stack()
-    announcements = Announcements(stack)
-    stack.send(page("a", version=1))
-    stack.drain()
-    announcements.run()
+    stack, announcements = _with_a_announced()
     stack.send(page("p", version=1))
     with crash(stack.pipeline.notify_queue, "send") as hits:
         stack.until(hits)
