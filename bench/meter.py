@@ -282,7 +282,7 @@ class Meter:
 
             return charge
 
-        def file_change(published: PublishedFile, *_: Any) -> Charge:
+        def file_change(published: PublishedFile, *_: Any, **_kw: Any) -> Charge:
             key = (published.section, published.key_range.start)
             old = files.get(key)
             return lambda u, _r: self._write(u, self._file_size(old), self._file_size(files.get(key)))

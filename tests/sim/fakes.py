@@ -269,12 +269,19 @@ class FakeStore:
 
         return bool(self._call(name, update))
 
-    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0) -> bool:
+    def move_file_state(
+        self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0, removals: bool | None = None
+    ) -> bool:
         return self._conditional_update(
             "update_item",
             published,
             lambda f: f.state == from_state and f.sha256 == published.sha256,
-            lambda f: replace(f, state=to_state, unnamed_us=at_us),
+            lambda f: replace(
+                f,
+                state=to_state,
+                unnamed_us=at_us,
+                removals_pending=f.removals_pending if removals is None else removals,
+            ),
         )
 
     def mark_unsettled(

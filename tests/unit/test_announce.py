@@ -147,12 +147,10 @@ def test_a_page_shown_only_by_a_dead_put_that_moves_on_is_announced_once_whateve
     stack.check()
 
 
-@pytest.mark.xfail(strict=True, reason="known: a retiring file's removals are announced before the index unnames it")
 def test_a_page_deleted_and_published_again_before_its_retiring_file_was_unnamed_is_announced_once() -> None:
-    """A section's only page deleted: its file retires (still named until the index is rebuilt) and the rebuild's
-    change record announces the removal at once; the page published again before the index unnamed the file is
-    then announced again, though no published file ever stopped showing it (soak seed 3210). To be fixed by
-    announcing a retiring file's removals when the index stops naming it."""
+    """A section's only page deleted: its file retires, still named until the index is rebuilt; the page published
+    again before the index unnamed the file was never shown as removed by any published file, so nothing is
+    announced (soak seed 3210: the retiring rebuild announced the removal at once, then the page again)."""
     stack = Stack()
     announcements = Announcements(stack)
     stack.send(page("p", version=1))
@@ -170,6 +168,37 @@ def test_a_page_deleted_and_published_again_before_its_retiring_file_was_unnamed
     stack.drain()
     assert _url("p") in stack.shown()
     assert removal + announcements.run() == []  # no file stopped showing it: nothing to announce
+
+
+@pytest.mark.parametrize("index_crashes", [False, True])
+def test_a_retired_files_removal_is_announced_once_the_index_no_longer_names_it(index_crashes: bool) -> None:
+    # Given a section whose only page is published and announced (retired files kept an hour once unnamed)
+    stack = Stack()
+    stack.pipeline = replace_settings(stack, retired_file_grace_seconds=3600)
+    announcements = Announcements(stack)
+    stack.send(page("p", version=1))
+    stack.drain()
+    assert announcements.run() == [[_url("p")]]
+    # When it is deleted and its section rebuilt, the index not yet
+    stack.send(page("p", version=2, type="delete", occurred_at="2026-11-21T00:00:00Z"))
+    stack.step()
+    # Then nothing is announced while the index still names the retired file, which shows the page
+    assert _url("p") in stack.shown()
+    assert announcements.run() == []
+    # And once the index stops naming it (even when the index rebuild dies after that, and runs again)
+    if index_crashes:
+        with crash(stack.pipeline.rebuild_queue, "send", when=lambda *args, **_: "cleanup" in str(args)) as hits:
+            stack.until(hits)
+        assert _url("p") not in stack.shown()  # unnamed: the index's request to the section was lost
+        assert announcements.run() == []
+    stack.drain()
+    assert _url("p") not in stack.shown()
+    # Then its removal is announced, once
+    assert announcements.run() == [[_url("p")]]
+    stack.send(page("q", version=1))  # a later rebuild of the section finds nothing left to announce
+    stack.drain()
+    assert announcements.run() == [[_url("q")]]
+    stack.check()
 
 
 def _hold_back(stack: Stack, section: str) -> list[Any]:
@@ -199,6 +228,44 @@ def test_a_delete_naming_another_section_undone_before_the_shown_file_dropped_th
     stack.drain()
     assert announcements.run() == [[_url("a")]]
     assert _url("a") in stack.shown()
+    stack.check()
+
+
+@pytest.mark.parametrize("news_first", [True, False])
+def test_a_page_moved_away_and_back_before_its_first_file_dropped_it_is_last_announced_as_that_file_shows_it(
+    news_first: bool,
+) -> None:
+    # Given a page announced while blog showed it
+    stack, announcements = _with_a_announced()
+    first = stack.shown()[_url("a")]
+    # When it moves to news with another lastmod, news's file shows it (announced) while blog's still does
+    stack.send(page("a", version=2, section="news", lastmod="2026-11-05"))
+    held = _hold_back(stack, "blog")
+    stack.drain()
+    assert announcements.run() == [[_url("a")]]
+    # And it moves back to blog as it was before blog's file was rebuilt without it
+    stack.send(page("a", version=3, section="blog"))
+    if news_first:  # news drops it first, then blog is rebuilt with what it showed all along
+        stack.queues["rebuild"].messages += held
+    else:
+        stack.queues["rebuild"].messages[:0] = held
+    stack.drain()
+    # Then the search engines are told once more, of the entry blog's file shows
+    assert announcements.run() == [[_url("a")]]
+    assert stack.shown() == {_url("a"): first}
+    told = stack.store.sent_records([_url("a")], "indexnow", AS_OF_US // 1_000_000 + 86_400)[_url("a")]
+    assert told.digest == stack.store.current_pages()[_url("a")].digest
+    stack.check()
+
+
+def test_a_page_published_again_as_it_was_announced_is_not_announced_again() -> None:
+    # Given a page announced while blog showed it
+    stack, announcements = _with_a_announced()
+    # When a newer event says what it said (another version, the same entry)
+    stack.send(page("a", version=2))
+    stack.drain()
+    # Then nothing is announced, and the feed lists no change
+    assert announcements.run() == []
     stack.check()
 
 

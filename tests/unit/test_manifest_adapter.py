@@ -64,12 +64,15 @@ def test_a_file_record_reads_back_as_it_was_written(store: ManifestStore) -> Non
 def test_a_file_record_moves_only_from_the_state_and_content_expected(store: ManifestStore) -> None:
     live = _file(pending=None, shown=(), unnamed_us=0)
     store.put_file(live)
-    assert store.move_file_state(live, "live", "retiring") is True
+    assert store.move_file_state(live, "live", "retiring", removals=True) is True  # its removals wait
     assert store.move_file_state(live, "live", "retiring") is False  # no longer live
     assert store.move_file_state(dataclasses.replace(live, sha256="b" * 64), "retiring", "unnamed", 5) is False
     assert store.move_file_state(live, "retiring", "unnamed", 1_795_262_400_000_009) is True
     [moved] = store.files("blog")
-    assert (moved.state, moved.unnamed_us) == ("unnamed", 1_795_262_400_000_009)
+    assert (moved.state, moved.unnamed_us, moved.removals_pending) == ("unnamed", 1_795_262_400_000_009, True)
+    assert store.move_file_state(live, "unnamed", "unnamed", moved.unnamed_us, removals=False) is True  # announced
+    [told] = store.files("blog")
+    assert (told.state, told.unnamed_us, told.removals_pending) == ("unnamed", 1_795_262_400_000_009, False)
     # An intent recorded before a put, with the blocks earlier attempts put; then cleared for the index
     ref = SnapshotRef("_state/snapshots/blog-2", 0, 77)
     store.mark_unsettled(live, PendingPut(ref, 9), (ref,))

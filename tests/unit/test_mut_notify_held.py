@@ -145,3 +145,24 @@ def test_a_dead_attempt_s_record_redriven_after_the_removal_it_was_replaced_by_a
     # Then nothing is sent or held: the engines were last told of the removal, as the files show
     assert (result.sent, result.held) == ([], [])
     assert stack.store.sent_records([URL], INDEXNOW, int(later.timestamp()))[URL].digest == ""
+
+
+def test_a_restated_page_is_announced_only_when_something_else_was_told_since() -> None:
+    # A page whose file shows the entry announced before, by a newer state of the page ("restated")
+    stack = Stack()
+    pipeline = replace_settings(stack, indexnow_key="0123456789abcdef", indexnow_window_seconds=0)
+    engine = Engine()
+    restated = change_record("blog", {URL: "restated"}, {URL: "d1"}, [], {}, {URL: "3"}).body
+    # Told nothing of it at all (or so long ago that it was forgotten): nothing is sent
+    assert _run(pipeline, engine, NOW, restated).sent == []
+    # In one batch with the change it restates, never sent (a notifier died before it): the change is sent
+    added = change_record("blog", {URL: "added"}, {URL: "d1"}, [], {}, {URL: "1"}).body
+    assert [n.urls for n in _run(pipeline, engine, NOW, added, restated).sent] == [[URL]]
+    # Told that content: nothing again
+    assert _run(pipeline, engine, NOW + timedelta(seconds=10), restated).sent == []
+    # Told another section's entry since (the page moved away and back): the entry its file shows is sent
+    other = change_record("news", {URL: "updated"}, {URL: "d2"}, [], {}, {URL: "4"}).body
+    assert [n.urls for n in _run(pipeline, engine, NOW + timedelta(seconds=20), other).sent] == [[URL]]
+    back = change_record("blog", {URL: "restated"}, {URL: "d1"}, [], {}, {URL: "5"}).body
+    assert [n.urls for n in _run(pipeline, engine, NOW + timedelta(seconds=30), back).sent] == [[URL]]
+    assert engine.requests == [[URL], [URL], [URL]]

@@ -47,13 +47,17 @@ class FileRecords:
     def put_file(self, published: PublishedFile) -> None:
         self._client.put_item(TableName=self.table, Item=file_item(published, self.prefix))
 
-    def move_file_state(self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0) -> bool:
+    def move_file_state(
+        self, published: PublishedFile, from_state: str, to_state: str, at_us: int = 0, removals: bool | None = None
+    ) -> bool:
         """Change a file record's state only if it is still ``from_state`` with the same content; moving it to
-        ``unnamed`` records when (``at_us``)."""
+        ``unnamed`` records when (``at_us``); ``removals`` (when given) sets ``removals_pending``."""
         values = {":to": _s(to_state), ":from": _s(from_state), ":sha": _s(published.sha256), ":at": _n(at_us)}
-        return self._update(
-            published, "SET #state = :to, unnamed_us = :at", "#state = :from AND sha256 = :sha", values, True
-        )
+        update = "SET #state = :to, unnamed_us = :at"
+        if removals is not None:
+            update += ", removals_pending = :removals"
+            values[":removals"] = {"BOOL": removals}
+        return self._update(published, update, "#state = :from AND sha256 = :sha", values, True)
 
     def mark_unsettled(
         self, published: PublishedFile, pending: PendingPut | None = None, shown: tuple[SnapshotRef, ...] = ()
@@ -133,6 +137,7 @@ def file_item(published: PublishedFile, prefix: str = "") -> dict[str, Any]:
         **({"pending": _s(published.pending.encode())} if published.pending is not None else {}),
         **({"shown": {"L": [_s(ref.encode()) for ref in published.shown]}} if published.shown else {}),
         **({"etag": _s(published.etag)} if published.etag else {}),
+        **({"removals_pending": {"BOOL": True}} if published.removals_pending else {}),
     }
 
 
@@ -159,4 +164,5 @@ def _file_from_item(item: dict[str, Any]) -> PublishedFile:
         pending=PendingPut.decode(item["pending"]["S"]) if "pending" in item else None,
         shown=tuple(SnapshotRef.decode(ref["S"]) for ref in item.get("shown", {}).get("L", [])),
         etag=item.get("etag", {}).get("S", ""),
+        removals_pending=item.get("removals_pending", {}).get("BOOL", False),
     )

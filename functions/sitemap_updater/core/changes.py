@@ -32,6 +32,9 @@ class Changes:
 
     shown: dict[str, tuple[str, PageState]] = field(default_factory=dict)
     vanished: list[str] = field(default_factory=list)
+    # Pages shown now with the entry announced, by a newer state of the page: another section's file may have
+    # shown another entry in between (a page moved away and back), which the search engines were told last.
+    restated: dict[str, PageState] = field(default_factory=dict)
 
 
 def shown_digest(state: PageState, as_of_us: int) -> str:
@@ -57,7 +60,7 @@ def changes(
     announced (``since``). A page a file shows now is announced when its entry differs from the one announced or
     from one shown since (``added`` when none was announced); a page no file shows now has vanished when it was
     announced or shown since. A file rendered to the entries announced, with nothing shown since, announces
-    nothing."""
+    nothing but the pages whose state is newer (``restated``)."""
 
     def news(entry: Entry) -> bytes:
         return entry.news if entry.news and entry.news_us >= as_of_us - NEWS_WINDOW_US else b""
@@ -91,6 +94,8 @@ def changes(
         else:
             if not same(was, now_shown):
                 result.shown[now_shown.url] = ("updated", now_shown)
+            elif was.rank != now_shown.rank:
+                result.restated[now_shown.url] = now_shown
             i, j = i + 1, j + 1
     result.vanished += [s.url for s in before[i:]]
     for state in current[j:]:
@@ -98,6 +103,8 @@ def changes(
     if since:
         _since(region, current, since, result, same)
     result.vanished = sorted(set(result.vanished))
+    for url in [url for url in result.restated if url in result.shown]:
+        del result.restated[url]
     return result
 
 

@@ -124,6 +124,9 @@ class PublishedFile:
     # The ETag S3 answered the put of its bytes with ("": not known, as in a record written before 1.1): the next
     # put under the name is tried If-Match it, without a HEAD first.
     etag: str = ""
+    # A file a rebuild retired without announcing the removals of the pages only it showed (the index names it until
+    # its next rebuild): its section announces them once the index has stopped naming it, then clears this.
+    removals_pending: bool = False
 
     def snapshot_keys(self) -> set[str]:
         """The objects of snapshots this record names."""

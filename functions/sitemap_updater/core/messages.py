@@ -185,6 +185,9 @@ class ChangeRecords:
     # pages a file showed in bytes never surely announced, moved on since: removed unless the search engines were
     # told they exist (URL -> rank, section)
     unless_told: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # pages whose file shows the entry announced before, by a newer state ("restated"): announced only if the
+    # search engines were told otherwise since (another section's file showed the page meanwhile)
+    restated: set[str] = field(default_factory=set)
 
 
 def change_record(
@@ -285,8 +288,14 @@ def read_change_records(bodies: Sequence[Mapping[str, Any]]) -> ChangeRecords:
             rank = str(ranks[url])  # "" for a page removed here that has no page state at all
             if rank and rank < records.ranks.get(url, ""):
                 continue  # an older state than one this batch already holds (a redelivery split differently)
+            if change == "restated":  # not a change of what its file shows: the feed does not list it
+                if url not in records.digests:  # else a change of this batch, not announced yet, stays one
+                    records.restated.add(url)
+                records.digests[url], records.ranks[url] = str(digests[url]), rank
+                continue
             records.digests[url] = str(digests[url])
             records.ranks[url] = rank
+            records.restated.discard(url)
             updated = int(lastmods.get(url, 0))  # none for a page no file shows now
             records.changes.append(FeedChange(url, str(change), section, updated))
         for url, rank in body.get("removed_if_announced", {}).items():

@@ -44,6 +44,11 @@ class Announcement:
     # (URL -> the rank of the state those bytes showed).
     unless_told: dict[str, str] = field(default_factory=dict)
 
+    def drop(self, url: str) -> None:
+        """Leave ``url`` out (its removal is announced later)."""
+        for found in (self.changed, self.digests, self.ranks, self.lastmods, self.unless_told):
+            found.pop(url, None)
+
 
 def confirmed_puts(bucket: Bucket, record: PublishedFile) -> tuple[SnapshotRef, ...]:
     """The blocks of the bytes earlier attempts put under ``record``'s name: those it keeps, and its pending
@@ -82,7 +87,8 @@ def announce(
     for s in (s for view in views[1] for s in view.states or () if s.entry is not None):
         shown_since[s.url] = max(s.rank, shown_since.get(s.url, ""))
     result = Announcement()
-    for url, (kind, state) in found.shown.items():
+    for kind, state in [*found.shown.values(), *(("restated", s) for s in found.restated.values())]:
+        url = state.url
         result.changed[url] = kind
         result.digests[url] = shown_digest(state, as_of_us)
         result.ranks[url] = state.rank

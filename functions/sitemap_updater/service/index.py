@@ -167,8 +167,10 @@ def rebuild_index(pipeline: Pipeline) -> IndexRebuild:
     for retiring in retiring_files:
         if store.move_file_state(retiring, "retiring", "unnamed", now):
             result.unnamed.append(retiring.name)
-            if grace == 0:
+            if grace == 0 or retiring.removals_pending:  # its section announces the removals it left
                 sections.add(retiring.section)
+    # Removals left for an index before this one, whose section's request may have been lost to a crash.
+    sections |= {f.section for f in records if f.state == "unnamed" and f.removals_pending}
     for section in sorted(sections):
         pipeline.rebuild_queue.send(*cleanup_message(section, generation))
     return result

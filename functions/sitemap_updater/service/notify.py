@@ -119,7 +119,7 @@ def notify(records: list[dict[str, Any]], pipeline: Pipeline, notifiers: Notifie
     digests = read.digests  # URL -> digest of the entry now shown ("" once removed); in FIFO order
     deadline = notifiers.deadline()
     if settings.indexnow_key:
-        _indexnow(digests, read.ranks, pipeline, notifiers, now_s, result, deadline)
+        _indexnow(digests, read.ranks, pipeline, notifiers, now_s, result, deadline, read.restated)
     if settings.feed_entries and read.changes:
         result.feed_written = update_feed(pipeline, read.changes)
     if notifiers.search_console is not None:
@@ -183,13 +183,15 @@ def plan_indexnow(
     sent: dict[str, SentRecord],
     now_s: int,
     ranks: dict[str, str] | None = None,
+    restated: set[str] | None = None,
 ) -> IndexNowPlan:
     """Decide per URL. ``digests`` are the changes of this batch (newer than anything held), ``held`` the changes
     waiting out a window and ``sent`` what IndexNow last accepted. A URL is announced once per content and at most
     once per window: a change inside the window is held until the window ends, never dropped. ``ranks`` are those
     of the page states behind ``digests``: a change older than what was announced already is not announced (a
-    change record redelivered after a newer one was)."""
-    ranks = ranks or {}
+    change record redelivered after a newer one was). A ``restated`` URL's file shows the entry it announced
+    before: it is announced only when the search engines were told something else since."""
+    ranks, restated = ranks or {}, restated or set()
     plan = IndexNowPlan()
     # A change older than the one held for its URL (a record redelivered, or another section's older removal) is
     # superseded by it: the held change stays, and goes out when its window ends.
@@ -205,6 +207,8 @@ def plan_indexnow(
             plan.release.append(url)  # replaced below when it must wait again
         if last is not None and last.digest == digest:
             plan.done.append(url)  # this content was announced already (a redelivery, or a second record)
+        elif last is None and url in restated and url in digests and url not in held:
+            plan.done.append(url)  # told nothing else since (or so long ago that it was forgotten)
         elif last is not None and rank and last.rank and rank < last.rank:
             plan.done.append(url)  # a newer state of the page was announced already
         elif last is not None and rank and rank == last.rank and not last.digest and digest:
@@ -230,6 +234,7 @@ def _indexnow(
     now_s: int,
     result: NotifyResult,
     deadline: float,
+    restated: set[str] | None = None,
 ) -> None:
     """POST the changed URLs and the held changes whose window has ended. A change inside a URL's window is held
     (``held#indexnow`` items) and sent by the first run after the window, which the scheduled wake-up starts;
@@ -242,7 +247,7 @@ def _indexnow(
     if not digests and not due:
         return
     sent = store.sent_records(sorted({*digests, *due}), INDEXNOW, now_s)
-    plan = plan_indexnow(digests, held, sent, now_s, ranks)
+    plan = plan_indexnow(digests, held, sent, now_s, ranks, restated)
     result.already_sent, result.held = sorted(plan.done), sorted(plan.hold)
     if plan.hold:
         if pipeline.marks is not None:  # a site added at run time: the wake-ups visit it while it holds changes

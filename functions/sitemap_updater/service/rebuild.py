@@ -230,6 +230,8 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
     records = store.files(section)
     grace = pipeline.settings.retired_file_grace_seconds * 1_000_000
     now = to_micros(pipeline.clock())
+    for unnamed in (f for f in records if f.state == "unnamed" and f.removals_pending):
+        _announce_unnamed(pipeline, section, unnamed)
     for gone in (f for f in records if f.state == "unnamed" and f.unnamed_us <= now - grace):
         bucket.delete(gone.name)  # no index a CDN or crawler may still hold names it
         bucket.delete(text_twin(gone.name))  # free, and whether or not text sitemaps are on (they may have been)
@@ -297,8 +299,11 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
         any(f.news_until_us for f in fresh) or any(old.key_range not in in_layout for old in live)
     ):  # news to expire, files to retire: upkeep's work later (a site added at run time: visited while marked)
         pipeline.marks.touch(ACTIVE)
-    for old in live:
-        if old.key_range not in in_layout and store.move_file_state(old, "live", "retiring"):
+    announcing = announced and pipeline.settings.announces_pages
+    rendered_names = {key_range.file_name(section) for key_range, _, _ in jobs}
+    for old in live:  # a file whose name is not rendered again stays named until the index: its removals wait
+        defer = announcing and old.name not in rendered_names
+        if old.key_range not in in_layout and store.move_file_state(old, "live", "retiring", removals=defer):
             result.retired.append(old.name)
     for gone in abandoned:
         bucket.delete(gone.name)
@@ -342,6 +347,14 @@ def _announcement(
     since: list[View] = []
     untouched = [key_range for key_range in layout if key_range not in replaced]  # live files kept as announced
     names = {key_range.file_name(section) for key_range in rendered}
+    # A file retired earlier whose removals still wait for the index, rendered again under its name before the
+    # index stopped naming it: its bytes are replaced now, and what it showed is what crawlers were last told.
+    for again in (f for f in records if f.state == "retiring" and f.removals_pending and f.name in names):
+        if not any(_overlap(again.key_range, view.key_range) for view in announced):
+            announced.append(View(again.key_range, data.recorded(again)))
+            region += _without(again.key_range, untouched)
+    # Files retired now that stay named until the index's next rebuild: their pages' removals wait for it.
+    waiting = [f.key_range for f in leaving if f.name not in names]
     for name in sorted(names & holders.keys()):  # their earlier attempts' puts were confirmed as theirs were made
         views = [block_view(bucket, name, ref, holders[name].key_range) for ref in holders[name].shown]
         since += views
@@ -358,7 +371,40 @@ def _announcement(
             region += _without(record.key_range, untouched)
     loaded = {s.url: s for states in data.loaded.values() for s in states}
     now = (s for _, states, _ in sorted(jobs, key=lambda job: job[0].start) for s in states)  # in key order
-    return announce(pipeline, region, now, (announced, since), loaded, marks, as_of)
+    found = announce(pipeline, region, now, (announced, since), loaded, marks, as_of)
+    if waiting:
+        keys = {s.url: s.key for view in [*announced, *since] for s in view.states or ()}
+        for url in [u for u, kind in found.changed.items() if kind == "removed"] + list(found.unless_told):
+            if url in keys and any(r.contains(keys[url]) for r in waiting):
+                found.drop(url)
+    return found
+
+
+def _overlap(a: KeyRange, b: KeyRange) -> bool:
+    return a.start < b.end and b.start < a.end
+
+
+def _announce_unnamed(pipeline: Pipeline, section: str, unnamed: PublishedFile) -> None:
+    """Send the removals a rebuild left for the index (``removals_pending``): the pages ``unnamed`` (or bytes put
+    under its name since) showed that the section's manifest no longer holds, now that the index no longer names
+    it; pages its range still holds are announced by the files that show them. Then clear the mark (a crash
+    before sends them again: the notifier has been told already)."""
+    store, bucket = pipeline.store, pipeline.bucket
+    states = sorted(store.entries(section, unnamed.key_range), key=position)
+    found = _Section(pipeline, section, [], [])
+    announced = [View(unnamed.key_range, found.recorded(unnamed))]
+    since = [block_view(bucket, unnamed.name, ref, unnamed.key_range) for ref in confirmed_puts(bucket, unnamed)]
+    as_of = to_micros(pipeline.clock())
+    loaded = {s.url: s for s in states}
+    told = announce(pipeline, [unnamed.key_range], iter(states), (announced, since), loaded, [], as_of)
+    removed = {url: told.ranks[url] for url, kind in told.changed.items() if kind == "removed"}
+    if removed or told.unless_told:
+        lastmods = {url: told.lastmods[url] for url in removed if url in told.lastmods}
+        changed = dict.fromkeys(removed, "removed")
+        digests = dict.fromkeys(removed, "")
+        for message in change_records(section, changed, digests, [], lastmods, removed, {}, told.unless_told):
+            pipeline.notify_queue.send(*message)
+    store.move_file_state(unnamed, "unnamed", "unnamed", unnamed.unnamed_us, removals=False)
 
 
 def _without(key_range: KeyRange, others: list[KeyRange]) -> list[KeyRange]:
