@@ -66,6 +66,7 @@ LATENCY_S = {
     "s3:LIST": 0.030,
     "s3:bytes/s": 50e6,  # transfer rate between Lambda and S3, added to PUT time per byte
     "sqs:SendMessage": 0.010,
+    "sqs:SendMessageBatch": 0.012,
     "sqs:ChangeMessageVisibility": 0.010,
     "http:POST": 0.150,
 }

@@ -549,6 +549,17 @@ class Meter:
             self.charged("sqs:SendMessage", lambda: add(body, attributes, *args, **kw), lambda: charge)
 
         state.add = counted  # type: ignore[method-assign]
+        add_batch = state.add_batch
+
+        def counted_batch(entries: list[tuple[str, str | None, str | None]], now: float) -> None:
+            size = sum(len(body.encode()) for body, _, _ in entries)  # SQS bills a batch by its whole payload
+
+            def charge(u: Usage, _r: Any) -> None:
+                u.sqs[kind] += _units(size, SQS_CHUNK)
+
+            self.charged("sqs:SendMessageBatch", lambda: add_batch(entries, now), lambda: charge)
+
+        state.add_batch = counted_batch  # type: ignore[method-assign]
         defer = state.defer
 
         batches: set[float] = set()

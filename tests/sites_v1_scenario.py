@@ -37,6 +37,12 @@ class RecordingSqs:
         self.sent.append(params)
         return {"MessageId": f"m{len(self.sent)}"}
 
+    def send_message_batch(self, **params: Any) -> dict[str, Any]:
+        """Each entry kept as the one message it is (the footprint is the messages, not how they were sent)."""
+        for entry in params["Entries"]:
+            self.send_message(QueueUrl=params["QueueUrl"], **{k: v for k, v in entry.items() if k != "Id"})
+        return {"Successful": [{"Id": entry["Id"]} for entry in params["Entries"]]}
+
     def change_message_visibility_batch(self, **params: Any) -> dict[str, Any]:
         return {"Successful": [{"Id": entry["Id"]} for entry in params["Entries"]]}
 

@@ -44,15 +44,15 @@ def test_a_change_whose_rebuild_was_never_queued_is_recovered(local_run: LocalRu
     # Given an ingest that dies after recording the change but before queueing the rebuild
     run = local_run()
     pipeline = run.pipeline
-    send = pipeline.rebuild_queue.send
+    send = pipeline.rebuild_queue.send_batch
 
     def crash(*_args: Any, **_kwargs: Any) -> None:
         raise ConnectionError("Lambda died here")
 
-    object.__setattr__(pipeline.rebuild_queue, "send", crash)
+    object.__setattr__(pipeline.rebuild_queue, "send_batch", crash)
     with pytest.raises(ConnectionError):
         ingest(json.dumps(event(f"{BASE}/blog/recovered", version=1)), pipeline)
-    object.__setattr__(pipeline.rebuild_queue, "send", send)
+    object.__setattr__(pipeline.rebuild_queue, "send_batch", send)
     assert "sitemap.xml" not in run.published()
     # When the sweep runs (or SQS redelivers the event): at once it leaves the batch's outbox alone (the batch
     # might still be running); an hour later it queues the change and deletes the outbox

@@ -22,7 +22,9 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from sitemap_updater.adapters.manifest import ManifestStore, entry_pk, entry_sort_key, page_pk
+from sitemap_updater.adapters.queues import batches
 from sitemap_updater.core.layout import PublishedFile
+from sitemap_updater.core.messages import Message as OutMessage
 from sitemap_updater.core.pages import EntryItem, PageRecord, PageWrite, SentRecord
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
@@ -566,6 +568,11 @@ class SimQueueState:
             Message(f"{self.name}-{self.counter}", body, attributes, group, now, available, self.counter)
         )
 
+    def add_batch(self, entries: list[tuple[str, str | None, str | None]], now: float) -> None:
+        """One SendMessageBatch request: each entry (body, group, deduplication ID) as ``add`` would."""
+        for body, group, dedup in entries:
+            SimQueueState.add(self, body, {}, group, dedup, now)  # not the metered ``add``: one request in all
+
     def receive(self, limit: int, now: float, rng: random.Random) -> list[Message]:
         """Receive up to ``limit`` visible messages. FIFO: in order within a group, and nothing from a group
         whose head is in flight or waiting out its visibility timeout."""
@@ -650,6 +657,20 @@ class SimQueue:
         text = json.dumps(body, sort_keys=True)
         _check_size(text, {})
         self._sched.point("sqs.send_message", lambda: self.state.add(text, {}, group, dedup, self._clock.now))
+
+    def send_batch(self, messages: Sequence[OutMessage]) -> None:
+        for chunk in batches([json.dumps(m.body, sort_keys=True) for m in messages]):
+            for _, text in chunk:
+                _check_size(text, {})
+            if self.fifo and any(messages[i].group is None or messages[i].dedup is None for i, _ in chunk):
+                raise ValueError("a FIFO queue needs a message group and a deduplication ID")
+            entries: list[tuple[str, str | None, str | None]] = [
+                (text, messages[i].group, messages[i].dedup) for i, text in chunk
+            ]
+            self._send_batch(entries)
+
+    def _send_batch(self, entries: list[tuple[str, str | None, str | None]]) -> None:
+        self._sched.point("sqs.send_message_batch", lambda: self.state.add_batch(entries, self._clock.now))
 
     def send_raw(self, body: str, attributes: dict[str, str]) -> None:
         self.send_raw_grouped(body, attributes, None, None)

@@ -65,6 +65,7 @@ SHAPES: dict[str, list[Callable[[str], ClientError]]] = {
     ],
     "s3.delete_object": [lambda op: aws_error("SlowDown", op, 503, "Please reduce your request rate.")],
     "sqs.send_message": [lambda op: aws_error("RequestThrottled", op, 400, "Request is throttled.")],
+    "sqs.send_message_batch": [lambda op: aws_error("RequestThrottled", op, 400, "Request is throttled.")],
 }  # fmt: skip
 
 

@@ -231,6 +231,34 @@ def test_a_delete_naming_another_section_undone_before_the_shown_file_dropped_th
     stack.check()
 
 
+def test_a_page_deleted_from_files_merged_and_split_again_before_the_index_unnamed_them_is_announced_removed() -> None:
+    # Given four pages in two files (three URLs a file at most: the upper quarters of the key space), announced
+    stack = Stack()
+    announcements = Announcements(stack)
+    stack.send(*[page(name, version=1) for name in ("p3", "p4", "p6", "p10")])
+    stack.drain()
+    assert sorted(stack.named()) == ["sitemap-blog-80000000.xml.gz", "sitemap-blog-c0000000.xml.gz"]
+    assert len(announcements.run()[0]) == 4
+    # When one is deleted, the section's files merge into one (the two retire, still named by the index)
+    stack.send(page("p3", version=2, type="delete", occurred_at="2026-11-21T00:00:00Z"))
+    stack.step()
+    assert announcements.run() == []  # the retired files still show it
+    # And a page is added before the index rebuild: the section splits again, under the retired files' names
+    stack.send(page("p11", version=1))
+    stack.step()
+    assert {f.name: f.state for f in stack.store.file_records.values()} == {
+        "sitemap-blog-00000000.xml.gz": "retiring",
+        "sitemap-blog-80000000.xml.gz": "live",
+        "sitemap-blog-c0000000.xml.gz": "live",
+    }
+    stack.drain()
+    # Then the deleted page's removal and the new page are each announced once, and nothing else
+    sent = [url for urls in announcements.run() for url in urls]
+    assert sorted(sent) == [_url("p11"), _url("p3")]
+    assert _url("p3") not in stack.shown()
+    stack.check()
+
+
 @pytest.mark.parametrize("news_first", [True, False])
 def test_a_page_moved_away_and_back_before_its_first_file_dropped_it_is_last_announced_as_that_file_shows_it(
     news_first: bool,

@@ -261,7 +261,7 @@ def test_an_update_that_died_before_its_marks_were_sent_is_published_by_the_swee
     stack.send(page("a", version=1))
     stack.drain()
     body = page("a", version=2, lastmod="2026-11-02")
-    with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
+    with crash(stack.pipeline.rebuild_queue, "send_batch"), pytest.raises(Crash):
         stack.send(body)
     stack.sent.append(body)
     # When the sweep runs once the batch must be over
@@ -330,7 +330,7 @@ def test_a_newer_event_with_the_same_entry_marks_a_change_whose_batch_died_befor
     # Given blog/a recorded (its entry current) by a batch that died before sending its marks
     stack = Stack()
     first = page("a", version=1, lastmod="2026-11-01")
-    with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
+    with crash(stack.pipeline.rebuild_queue, "send_batch"), pytest.raises(Crash):
         stack.send(first)
     # When a newer event with the same entry replaces the entry alone, and the sweep runs an hour later
     stack.send(page("a", version=2, lastmod="2026-11-01"))

@@ -202,7 +202,7 @@ def page(name: str, **fields: Any) -> dict[str, Any]:
 def test_a_change_recorded_but_not_queued_is_queued_by_its_redelivery() -> None:
     stack = Stack()
     body = page("a", version=1)
-    with crash(stack.pipeline.rebuild_queue, "send") as hits, pytest.raises(Crash):
+    with crash(stack.pipeline.rebuild_queue, "send_batch") as hits, pytest.raises(Crash):
         stack.send(body)
     assert hits and stack.store.pages[body["url"]].outbox in stack.store.outbox  # its batch's outbox is open
     # the redelivered event is a duplicate (equal rank), and still queues the change its outbox says is unsent
@@ -218,7 +218,7 @@ def test_a_pending_change_is_queued_before_a_newer_event_overwrites_it() -> None
     stack = Stack()
     stack.send(page("a", version=1))
     stack.drain()
-    with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
+    with crash(stack.pipeline.rebuild_queue, "send_batch"), pytest.raises(Crash):
         stack.send(page("a", version=2, section="news"))
     # When a newer event for the page arrives
     stack.send(page("a", version=3, section="news", priority=0.5))
@@ -230,7 +230,7 @@ def test_a_pending_change_is_queued_before_a_newer_event_overwrites_it() -> None
 
 def test_the_sweep_queues_a_change_whose_redelivery_never_came() -> None:
     stack = Stack()
-    with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
+    with crash(stack.pipeline.rebuild_queue, "send_batch"), pytest.raises(Crash):
         stack.send(page("a", version=1))
     sweep(stack.pipeline)  # the batch may still be running: its outbox is left alone
     assert not stack.queues["rebuild"].messages
@@ -553,7 +553,7 @@ def test_marks_are_sent_in_messages_under_the_size_limit(length: int, per_messag
     marks.flush()
     sizes = [len(json.loads(m.body)["marks"]) for m in stack.queues["rebuild"].messages]
     assert sizes == [per_message, 130 - per_message]
-    with crash(stack.pipeline.rebuild_queue, "send"):
+    with crash(stack.pipeline.rebuild_queue, "send_batch"):
         marks.flush()  # flushed marks are gone: nothing is sent twice
     sent = [mark["url"] for m in stack.queues["rebuild"].messages for mark in json.loads(m.body)["marks"]]
     assert sorted(sent) == sorted(urls)

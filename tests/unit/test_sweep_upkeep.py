@@ -63,7 +63,7 @@ def test_a_robots_txt_that_does_not_name_the_index_is_warned_about(status: int, 
 def test_the_sweep_queues_each_pending_change_and_checks_robots_only_when_asked() -> None:
     stack = Stack()
     for name in ("a", "b"):
-        with crash(stack.pipeline.rebuild_queue, "send"), pytest.raises(Crash):
+        with crash(stack.pipeline.rebuild_queue, "send_batch"), pytest.raises(Crash):
             stack.send(page(name, version=1))
     http = Robots(404)
     assert sweep(stack.pipeline, http).requeued == 0  # their batches might still be running

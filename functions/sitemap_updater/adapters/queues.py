@@ -4,9 +4,16 @@ for an operator's command (``redrive``)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sitemap_updater.core.messages import Message
 from sitemap_updater.ports import QueuedMessage
+
+# SendMessageBatch: at most 10 entries, and (as SQS documented until 2025, when it allowed 1 MiB) 256 KiB of bodies
+# together: a request stays within both.
+BATCH_ENTRIES = 10
+BATCH_BYTES = 262_144
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -32,6 +39,23 @@ class MessageQueue:
         """Send one JSON message; ``group`` and ``dedup`` are required on a FIFO queue."""
         params: dict[str, Any] = {"QueueUrl": self.url, "MessageBody": json.dumps(body, sort_keys=True)}
         self._client.send_message(**params, **self._fifo(group, dedup))
+
+    def send_batch(self, messages: Sequence[Message]) -> None:
+        """Send JSON messages in as few SendMessageBatch requests as their count and sizes allow (in order: FIFO
+        keeps each group's order within and across requests). Raises if SQS refuses any entry: those before it
+        may have been sent (a retry sends them again; a FIFO queue drops them as duplicates for five minutes)."""
+        for chunk in batches([json.dumps(m.body, sort_keys=True) for m in messages]):
+            entries = [
+                {"Id": str(i), "MessageBody": text, **self._fifo(messages[i].group, messages[i].dedup)}
+                for i, text in chunk
+            ]
+            answer = self._client.send_message_batch(QueueUrl=self.url, Entries=entries)  # type: ignore[arg-type]
+            if answer.get("Failed"):
+                failed = answer["Failed"][0]
+                raise RuntimeError(
+                    f"SQS refused {len(answer['Failed'])} of {len(entries)} messages: {failed.get('Code')}: "
+                    f"{failed.get('Message', '')}"
+                )
 
     def send_raw(self, body: str, attributes: dict[str, str]) -> None:
         """Send a body as it is, with string message attributes (for dead letters with their reason), to a
@@ -106,3 +130,19 @@ def _queued(message: Any) -> QueuedMessage:
         dedup=system.get("MessageDeduplicationId"),
         sent_at_ms=int(system.get("SentTimestamp", 0)),
     )
+
+
+def batches(texts: Sequence[str]) -> Iterator[list[tuple[int, str]]]:
+    """The (index, body) of ``texts`` in order, cut into requests of at most ``BATCH_ENTRIES`` entries and
+    ``BATCH_BYTES`` of bodies (a body larger than that goes alone: SQS judges it by its own limit)."""
+    chunk: list[tuple[int, str]] = []
+    size = 0
+    for i, text in enumerate(texts):
+        length = len(text.encode())
+        if chunk and (len(chunk) == BATCH_ENTRIES or size + length > BATCH_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((i, text))
+        size += length
+    if chunk:
+        yield chunk

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from sitemap_updater.core.changes import View, shown_digest
 from sitemap_updater.core.changes import changes as compare
 from sitemap_updater.core.layout import PublishedFile
-from sitemap_updater.core.messages import DirtyMark
+from sitemap_updater.core.messages import DirtyMark, change_records
+from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.records import decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange
@@ -117,3 +118,23 @@ def announce(
             if page is not None and page.kind == "deleted":
                 result.unless_unannounced[mark.url] = page.rank
     return result
+
+
+def announce_unnamed(pipeline: Pipeline, section: str, unnamed: PublishedFile) -> None:
+    """Send the removals a rebuild left for the index (``removals_pending``): the pages ``unnamed`` (or bytes put
+    under its name since) showed that the section's manifest no longer holds live, now that the index no longer
+    names it; a page its range still holds is announced by the file that shows it. Then clear the mark (a crash
+    before that sends them again: the notifier has been told already, and does nothing)."""
+    store, bucket = pipeline.store, pipeline.bucket
+    states = sorted(store.entries(section, unnamed.key_range), key=lambda s: (s.key, s.url))
+    announced = [block_view(bucket, unnamed.name, unnamed.snapshot, unnamed.key_range)]
+    since = [block_view(bucket, unnamed.name, ref, unnamed.key_range) for ref in confirmed_puts(bucket, unnamed)]
+    as_of = to_micros(pipeline.clock())
+    loaded = {s.url: s for s in states}
+    told = announce(pipeline, [unnamed.key_range], iter(states), (announced, since), loaded, [], as_of)
+    removed = {url: told.ranks[url] for url, kind in told.changed.items() if kind == "removed"}
+    if removed or told.unless_told:
+        changed, digests = dict.fromkeys(removed, "removed"), dict.fromkeys(removed, "")
+        for message in change_records(section, changed, digests, [], {}, removed, {}, told.unless_told):
+            pipeline.notify_queue.send(*message)
+    store.move_file_state(unnamed, "unnamed", "unnamed", unnamed.unnamed_us, removals=False)

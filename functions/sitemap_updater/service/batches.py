@@ -193,8 +193,7 @@ def _merge(pipeline: Pipeline, section: str, marks: list[DirtyMark], records: li
         return False
     try:
         pipeline.store.hold_due(section, due_us)
-        for message in merged:
-            pipeline.rebuild_queue.send(*message)
+        pipeline.rebuild_queue.send_batch(merged)
     except Exception:
         return False  # the originals stay: rebuilt at once, or given back
     return True

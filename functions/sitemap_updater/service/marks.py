@@ -119,9 +119,9 @@ class MarkBatch:
             for left in page.moved_from:
                 by_section[left].append(PageMark(page.url, page.key, page.rank, "removed" if left_live else None))
         now_us = to_micros(self._pipeline.clock())
-        for section in sorted(by_section):
-            for message in mark_messages(section, now_us, by_section[section], len(self._pages)):
-                self._pipeline.rebuild_queue.send(*message)
+        messages = [m for s in sorted(by_section) for m in mark_messages(s, now_us, by_section[s], len(self._pages))]
+        if messages:
+            self._pipeline.rebuild_queue.send_batch(messages)  # in as few requests as SQS takes
         if self.outbox and self._asked <= self._added:
             self._pipeline.store.close_outbox(self.outbox)
         # else an event failed while recording its change: the outbox stays for its redelivery or the sweep

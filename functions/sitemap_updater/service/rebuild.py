@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from sitemap_updater.core.changes import View
+from sitemap_updater.core.changes import View, shown_digest
 from sitemap_updater.core.freshness import index_wait_seconds
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.messages import DirtyMark, change_records, section_index_request
@@ -22,7 +22,7 @@ from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, text_twin
 from sitemap_updater.core.snapshots import unpack_block
-from sitemap_updater.service.announce import Announcement, announce, block_view, confirmed_puts
+from sitemap_updater.service.announce import Announcement, announce, announce_unnamed, block_view, confirmed_puts
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.publish import Job, collect_snapshots, publish_files, snapshot_id
 from sitemap_updater.service.site_marks import ACTIVE
@@ -231,7 +231,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
     grace = pipeline.settings.retired_file_grace_seconds * 1_000_000
     now = to_micros(pipeline.clock())
     for unnamed in (f for f in records if f.state == "unnamed" and f.removals_pending):
-        _announce_unnamed(pipeline, section, unnamed)
+        announce_unnamed(pipeline, section, unnamed)
     for gone in (f for f in records if f.state == "unnamed" and f.unnamed_us <= now - grace):
         bucket.delete(gone.name)  # no index a CDN or crawler may still hold names it
         bucket.delete(text_twin(gone.name))  # free, and whether or not text sitemaps are on (they may have been)
@@ -348,13 +348,17 @@ def _announcement(
     untouched = [key_range for key_range in layout if key_range not in replaced]  # live files kept as announced
     names = {key_range.file_name(section) for key_range in rendered}
     # A file retired earlier whose removals still wait for the index, rendered again under its name before the
-    # index stopped naming it: its bytes are replaced now, and what it showed is what crawlers were last told.
+    # index stopped naming it: its bytes are replaced now, so what they showed is compared as bytes shown since
+    # the last change record (a page they showed that no file shows now is removed), and a page they showed as
+    # it is shown now was never shown otherwise (not "added" again).
+    retired: list[View] = []
     for again in (f for f in records if f.state == "retiring" and f.removals_pending and f.name in names):
-        if not any(_overlap(again.key_range, view.key_range) for view in announced):
-            announced.append(View(again.key_range, data.recorded(again)))
-            region += _without(again.key_range, untouched)
-    # Files retired now that stay named until the index's next rebuild: their pages' removals wait for it.
-    waiting = [f.key_range for f in leaving if f.name not in names]
+        retired.append(View(again.key_range, data.recorded(again)))
+        region += _without(again.key_range, untouched)
+    since += retired
+    # Files retired now that stay named until the index's next rebuild: the removals of their pages wait for it.
+    staying = {f.name for f in leaving if f.name not in names}
+    waiting = [view for view in announced if any(f.key_range == view.key_range for f in leaving if f.name in staying)]
     for name in sorted(names & holders.keys()):  # their earlier attempts' puts were confirmed as theirs were made
         views = [block_view(bucket, name, ref, holders[name].key_range) for ref in holders[name].shown]
         since += views
@@ -365,6 +369,8 @@ def _announcement(
     for record in (f for f in records if f.name in gone - names):
         views = [block_view(bucket, record.name, ref, record.key_range) for ref in confirmed_puts(bucket, record)]
         since += views
+        if record.name in staying:
+            waiting += views
         if views and record.state == "writing":
             # Bytes put under a name the layout abandoned showed their range: what no file shows there now has
             # vanished (a file kept as it was announced shows its part, so that part is not in question).
@@ -372,39 +378,18 @@ def _announcement(
     loaded = {s.url: s for states in data.loaded.values() for s in states}
     now = (s for _, states, _ in sorted(jobs, key=lambda job: job[0].start) for s in states)  # in key order
     found = announce(pipeline, region, now, (announced, since), loaded, marks, as_of)
-    if waiting:
+    if retired:
+        shown = {s.url: shown_digest(s, as_of) for view in retired for s in view.states or () if s.entry is not None}
+        for url in [u for u, kind in found.changed.items() if kind == "added" and shown.get(u) == found.digests[u]]:
+            found.drop(url)
+    if waiting:  # what those files' bytes show (all of their range, where that is not known)
+        shown_there = {s.url for view in waiting for s in view.states or () if s.entry is not None}
+        unknown = [view.key_range for view in waiting if view.states is None]
         keys = {s.url: s.key for view in [*announced, *since] for s in view.states or ()}
         for url in [u for u, kind in found.changed.items() if kind == "removed"] + list(found.unless_told):
-            if url in keys and any(r.contains(keys[url]) for r in waiting):
+            if url in shown_there or (url in keys and any(r.contains(keys[url]) for r in unknown)):
                 found.drop(url)
     return found
-
-
-def _overlap(a: KeyRange, b: KeyRange) -> bool:
-    return a.start < b.end and b.start < a.end
-
-
-def _announce_unnamed(pipeline: Pipeline, section: str, unnamed: PublishedFile) -> None:
-    """Send the removals a rebuild left for the index (``removals_pending``): the pages ``unnamed`` (or bytes put
-    under its name since) showed that the section's manifest no longer holds, now that the index no longer names
-    it; pages its range still holds are announced by the files that show them. Then clear the mark (a crash
-    before sends them again: the notifier has been told already)."""
-    store, bucket = pipeline.store, pipeline.bucket
-    states = sorted(store.entries(section, unnamed.key_range), key=position)
-    found = _Section(pipeline, section, [], [])
-    announced = [View(unnamed.key_range, found.recorded(unnamed))]
-    since = [block_view(bucket, unnamed.name, ref, unnamed.key_range) for ref in confirmed_puts(bucket, unnamed)]
-    as_of = to_micros(pipeline.clock())
-    loaded = {s.url: s for s in states}
-    told = announce(pipeline, [unnamed.key_range], iter(states), (announced, since), loaded, [], as_of)
-    removed = {url: told.ranks[url] for url, kind in told.changed.items() if kind == "removed"}
-    if removed or told.unless_told:
-        lastmods = {url: told.lastmods[url] for url in removed if url in told.lastmods}
-        changed = dict.fromkeys(removed, "removed")
-        digests = dict.fromkeys(removed, "")
-        for message in change_records(section, changed, digests, [], lastmods, removed, {}, told.unless_told):
-            pipeline.notify_queue.send(*message)
-    store.move_file_state(unnamed, "unnamed", "unnamed", unnamed.unnamed_us, removals=False)
 
 
 def _without(key_range: KeyRange, others: list[KeyRange]) -> list[KeyRange]:

@@ -11,11 +11,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sitemap_updater.core.messages import with_site
+from sitemap_updater.core.messages import Message, with_site
 from sitemap_updater.core.site_keys import SITE_OBJECT_PREFIX, site_dedup, site_group
 from sitemap_updater.core.snapshots import SnapshotRef
 from sitemap_updater.ports import Bucket, Queue
@@ -79,6 +79,13 @@ class SiteQueue:
             None if group is None else site_group(self.host, group),
             None if dedup is None else site_dedup(self.host, dedup),
         )
+
+    def send_batch(self, messages: Sequence[Message]) -> None:
+        host = self.host
+        ours = [
+            Message(with_site(m.body, host), site_group(host, m.group), site_dedup(host, m.dedup)) for m in messages
+        ]
+        self._queue.send_batch(ours)
 
     def send_raw(self, body: str, attributes: dict[str, str]) -> None:
         self._queue.send_raw(body, attributes)
