@@ -149,11 +149,11 @@ def test_every_function_uses_exactly_the_permissions_the_template_grants(
         run.send_wave(bodies([moved, *deletes]))
         # And a change whose rebuild was never queued (ingest died after its transaction), found by the sweep
         queue = run.pipeline.rebuild_queue
-        send = queue.send
-        object.__setattr__(queue, "send", lambda *_a, **_k: (_ for _ in ()).throw(ConnectionError("died")))
+        send = queue.send_batch
+        object.__setattr__(queue, "send_batch", lambda *_a, **_k: (_ for _ in ()).throw(ConnectionError("died")))
         with run.iam.acting_as("IngestFunction"), pytest.raises(ConnectionError):
             ingest(json.dumps(event(f"{BASE}/blog/p4", version=5, lastmod="2026-11-21")), run.pipeline)
-        object.__setattr__(queue, "send", send)
+        object.__setattr__(queue, "send_batch", send)
         now[0] += timedelta(hours=1)  # the sweep leaves alone an outbox whose batch might still be running
         use_pipeline(run.pipeline)
         try:
@@ -313,13 +313,13 @@ def _second_site(run: LocalRun, now: list[datetime]) -> None:
     run.send_wave(bodies([event(f"{SECOND}/blog/p{i}", type="delete", version=2) for i in (1, 2, 3)]))
     # And a change whose rebuild was never queued, found by the sweep
     queue = run.pipeline.rebuild_queue  # the site's queue sends through the stack's
-    send = queue.send
-    object.__setattr__(queue, "send", lambda *_a, **_k: (_ for _ in ()).throw(ConnectionError("died")))
+    send = queue.send_batch
+    object.__setattr__(queue, "send_batch", lambda *_a, **_k: (_ for _ in ()).throw(ConnectionError("died")))
     with run.iam.acting_as("IngestFunction"), pytest.raises(ConnectionError):
         ingest(
             json.dumps(event(f"{SECOND}/blog/p4", version=5, lastmod="2026-11-21")), site_pipeline(run.pipeline, site)
         )
-    object.__setattr__(queue, "send", send)
+    object.__setattr__(queue, "send_batch", send)
     now[0] += timedelta(hours=1)
     assert _hourly(run, "SweepFunction", sweep_handler.handler)["requeued"] == 1
     run.drain()

@@ -7,12 +7,14 @@ import json
 from typing import Any
 
 import feedparser  # type: ignore[import-untyped]
+import pytest
 
 from sitemap_updater.core.feed import FEED_NAME, FEED_STATE, FeedChange, FeedState, apply, render_atom
+from sitemap_updater.core.messages import change_record
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import Notifiers, notify
 from tests.conftest import BASE
-from tests.unit.test_recovery import Stack, page, replace_settings
+from tests.unit.test_recovery import Crash, Stack, crash, page, replace_settings
 
 T = 1_795_000_000_000_000
 
@@ -93,3 +95,36 @@ def test_the_feed_and_its_state_are_kept_where_the_notify_function_may_read_and_
     for key in (FEED_NAME, FEED_STATE):
         arn = f"<SitemapBucket.Arn>/{key}"
         assert {("s3:GetObject", arn), ("s3:PutObject", arn)} <= granted
+
+
+def test_a_removal_told_to_indexnow_before_the_notifier_died_still_takes_the_page_off_the_feed() -> None:
+    # Given a feed and IndexNow that were told of blog/a
+    stack = Stack(notifiers=False)
+    pipeline = replace_settings(stack, feed_entries=5, indexnow_key="0123456789abcdef", indexnow_window_seconds=0)
+    url = f"{BASE}/blog/a"
+    stack.send(page("a", version=1))  # its page state (live: only the removal below can take it off the feed)
+    engine = Accepting()
+    added = change_record("blog", {url: "added"}, {url: "d1"}, [], {url: T}, {url: "1"}).body
+    notify([added], pipeline, Notifiers(engine))
+    assert [e.link for e in feedparser.parse(stack.s3.objects[FEED_NAME].data).entries] == [url]
+    # When its removal (a delete where no file showed it: removed if announced) is told to IndexNow, and the
+    # notifier dies before it writes the feed
+    removal = change_record("blog", {}, {}, [], {}, {}, {url: "6"}).body
+    with crash(pipeline.bucket, "publish", when=lambda name, *_a, **_k: name == FEED_NAME), pytest.raises(Crash):
+        notify([removal], pipeline, Notifiers(engine))
+    assert engine.lists == [[url], [url]]
+    # Then the record delivered again takes the page off the feed, and tells IndexNow nothing more
+    notify([removal], pipeline, Notifiers(engine))
+    assert feedparser.parse(stack.s3.objects[FEED_NAME].data).entries == []
+    assert engine.lists == [[url], [url]]
+
+
+class Accepting:
+    timeout = 20.0
+
+    def __init__(self) -> None:
+        self.lists: list[list[str]] = []
+
+    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
+        self.lists.append(list(body["urlList"]))
+        return HttpResponse(200, {}, "")

@@ -140,7 +140,14 @@ def _removals_once_shown(read: ChangeRecords, pipeline: Pipeline, now_s: int) ->
     elif pending:
         sent = pipeline.store.sent_records(pending, INDEXNOW, now_s)
         held = pipeline.store.held(INDEXNOW, now_s)
-        told.update(url for url in pending if any(url in r and r[url].digest != "" for r in (sent, held)))
+        # Told it exists; or told of this very removal, by an earlier attempt of this batch that died before the
+        # feed heard of it (its "" of the same rank): IndexNow finds it done, the feed drops the page.
+        told.update(
+            url
+            for url in pending
+            for rank in [read.unless_unannounced[url][0]]
+            if any(url in r and (r[url].digest != "" or r[url].rank == rank) for r in (sent, held))
+        )
     for url in sorted(told):
         rank, section = read.unless_unannounced[url]
         read.digests[url], read.ranks[url] = "", rank
