@@ -8,12 +8,14 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
+
 from sitemap_updater.core.messages import change_record
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import INDEXNOW, Notifiers, NotifyResult, notify
 from sitemap_updater.service.pipeline import Pipeline
 from tests.conftest import BASE
-from tests.unit.test_recovery import NOW, Stack, replace_settings
+from tests.unit.test_recovery import NOW, Stack, page, replace_settings
 
 URL = f"{BASE}/blog/a"
 WINDOW_S = 300
@@ -166,3 +168,23 @@ def test_a_restated_page_is_announced_only_when_something_else_was_told_since() 
     back = change_record("blog", {URL: "restated"}, {URL: "d1"}, [], {}, {URL: "5"}).body
     assert [n.urls for n in _run(pipeline, engine, NOW + timedelta(seconds=30), back).sent] == [[URL]]
     assert engine.requests == [[URL], [URL], [URL]]
+
+
+@pytest.mark.parametrize("moved_on", [False, True])
+def test_a_page_shown_again_in_the_state_whose_removal_was_told_is_announced_unless_it_moved_on(moved_on: bool) -> None:
+    # Given blog/a recorded (its page state), and IndexNow told of its removal in that very state (a
+    # removed_unless_told of bytes a dead attempt put)
+    stack = Stack()
+    pipeline = replace_settings(stack, indexnow_key="0123456789abcdef", indexnow_window_seconds=0)
+    engine = Engine()
+    stack.send(page("a", version=1))
+    rank = stack.store.pages[URL].rank
+    removal = change_record("blog", {}, {}, [], {}, {}, None, {URL: rank}).body
+    assert [n.urls for n in _run(pipeline, engine, NOW, removal).sent] == [[URL]]
+    if moved_on:
+        stack.send(page("a", version=2, section="news"))
+    # When a record shows it in that state: its section's file (announced: the page is still in that state), or
+    # the dead attempt's own record, redriven after the page moved on (nothing)
+    shown = change_record("blog", {URL: "added"}, {URL: "d1"}, [], {}, {URL: rank}).body
+    sent = _run(pipeline, engine, NOW + timedelta(seconds=10), shown).sent
+    assert [n.urls for n in sent] == ([] if moved_on else [[URL]])

@@ -44,6 +44,9 @@ class Announcement:
     # that moved on to another section since: announced as removed unless the search engines were told they exist
     # (URL -> the rank of the state those bytes showed).
     unless_told: dict[str, str] = field(default_factory=dict)
+    # Names of files a dead attempt put under names the layout abandons, kept for a page they show that this
+    # rebuild did not read (service/rebuild.py ``_keep_unread``).
+    keep: set[str] = field(default_factory=set)
 
     def drop(self, url: str) -> None:
         """Leave ``url`` out (its removal is announced later)."""

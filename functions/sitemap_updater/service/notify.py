@@ -172,6 +172,24 @@ def _removals_never_told(read: ChangeRecords, pipeline: Pipeline, now_s: int) ->
             read.digests[url], read.ranks[url] = "", rank
 
 
+def _still_current(store: Any, digests: dict[str, str], ranks: dict[str, str], sent: dict[str, SentRecord]) -> set[str]:
+    """Of the pages shown again in the very state whose removal IndexNow was told (a ``removed_unless_told`` of
+    bytes an attempt put), those whose page state is still that one: the file of their own section shows them
+    (the removal was sent while their mark was on its way, soak seed 2751), not a record of the dead attempt
+    redelivered after they moved on. One GetItem each, only for those."""
+    again = [
+        url
+        for url, digest in digests.items()
+        if digest and url in sent and not sent[url].digest and sent[url].rank and sent[url].rank == ranks.get(url)
+    ]
+    found = set()
+    for url in again:
+        page = store.get_page(url)
+        if page is not None and page.kind != "deleted" and page.rank == ranks[url]:
+            found.add(url)
+    return found
+
+
 @dataclass(slots=True)
 class IndexNowPlan:
     """What to do with each URL: send it now, hold it until its window ends, or nothing (already announced, or
@@ -191,14 +209,16 @@ def plan_indexnow(
     now_s: int,
     ranks: dict[str, str] | None = None,
     restated: set[str] | None = None,
+    current: set[str] | None = None,
 ) -> IndexNowPlan:
     """Decide per URL. ``digests`` are the changes of this batch (newer than anything held), ``held`` the changes
     waiting out a window and ``sent`` what IndexNow last accepted. A URL is announced once per content and at most
     once per window: a change inside the window is held until the window ends, never dropped. ``ranks`` are those
     of the page states behind ``digests``: a change older than what was announced already is not announced (a
     change record redelivered after a newer one was). A ``restated`` URL's file shows the entry it announced
-    before: it is announced only when the search engines were told something else since."""
-    ranks, restated = ranks or {}, restated or set()
+    before: it is announced only when the search engines were told something else since. ``current``: URLs whose
+    page state is, right now, the one behind their change (see ``_still_current``)."""
+    ranks, restated, current = ranks or {}, restated or set(), current or set()
     plan = IndexNowPlan()
     # A change older than the one held for its URL (a record redelivered, or another section's older removal) is
     # superseded by it: the held change stays, and goes out when its window ends.
@@ -218,9 +238,9 @@ def plan_indexnow(
             plan.done.append(url)  # told nothing else since (or so long ago that it was forgotten)
         elif last is not None and rank and last.rank and rank < last.rank:
             plan.done.append(url)  # a newer state of the page was announced already
-        elif last is not None and rank and rank == last.rank and not last.digest and digest:
+        elif last is not None and rank and rank == last.rank and not last.digest and digest and url not in current:
             # The same state's entry after its removal was announced: a record of bytes an attempt put, redelivered
-            # after the removal (``removed_unless_told``) that carried that state's rank.
+            # after the removal (``removed_unless_told``) that carried that state's rank, the page having moved on.
             plan.done.append(url)
         elif url in due and last is not None and last.quiet_until_s > due[url].quiet_until_s:
             plan.done.append(url)  # announced after it was held, by a newer change that replaced it
@@ -254,7 +274,7 @@ def _indexnow(
     if not digests and not due:
         return
     sent = store.sent_records(sorted({*digests, *due}), INDEXNOW, now_s)
-    plan = plan_indexnow(digests, held, sent, now_s, ranks, restated)
+    plan = plan_indexnow(digests, held, sent, now_s, ranks, restated, _still_current(store, digests, ranks, sent))
     result.already_sent, result.held = sorted(plan.done), sorted(plan.hold)
     if plan.hold:
         if pipeline.marks is not None:  # a site added at run time: the wake-ups visit it while it holds changes

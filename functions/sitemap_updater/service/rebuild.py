@@ -305,7 +305,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
         defer = announcing and old.name not in rendered_names
         if old.key_range not in in_layout and store.move_file_state(old, "live", "retiring", removals=defer):
             result.retired.append(old.name)
-    for gone in abandoned:
+    for gone in (f for f in abandoned if f.name not in found.keep):
         bucket.delete(gone.name)
         bucket.delete(text_twin(gone.name))
         store.delete_file(gone, "writing")
@@ -366,11 +366,14 @@ def _announcement(
             region += _without(view.key_range, untouched)
     planned = {key_range.file_name(section) for key_range in layout}
     gone = {f.name for f in leaving} | {f.name for f in records if f.state == "writing" and f.name not in planned}
+    abandoned: dict[str, list[View]] = {}
     for record in (f for f in records if f.name in gone - names):
         views = [block_view(bucket, record.name, ref, record.key_range) for ref in confirmed_puts(bucket, record)]
         since += views
         if record.name in staying:
             waiting += views
+        if record.state == "writing":
+            abandoned[record.name] = views
         if views and record.state == "writing":
             # Bytes put under a name the layout abandoned showed their range: what no file shows there now has
             # vanished (a file kept as it was announced shows its part, so that part is not in question).
@@ -378,6 +381,8 @@ def _announcement(
     loaded = {s.url: s for states in data.loaded.values() for s in states}
     now = (s for _, states, _ in sorted(jobs, key=lambda job: job[0].start) for s in states)  # in key order
     found = announce(pipeline, region, now, (announced, since), loaded, marks, as_of)
+    if abandoned:
+        _keep_unread(pipeline, section, found, abandoned, loaded)
     if retired:
         shown = {s.url: shown_digest(s, as_of) for view in retired for s in view.states or () if s.entry is not None}
         for url in [u for u, kind in found.changed.items() if kind == "added" and shown.get(u) == found.digests[u]]:
@@ -390,6 +395,29 @@ def _announcement(
             if url in shown_there or (url in keys and any(r.contains(keys[url]) for r in unknown)):
                 found.drop(url)
     return found
+
+
+def _keep_unread(
+    pipeline: Pipeline,
+    section: str,
+    found: Announcement,
+    abandoned: dict[str, list[View]],
+    loaded: dict[str, PageState],
+) -> None:
+    """Bytes a dead attempt put under a name the layout now abandons may show a page this rebuild did not read
+    (its file's snapshot is older, and its mark, still on its way, is another batch's) that is still in this
+    section in the state they showed: it is no removal, and the file is kept (``found.keep``) for that mark's
+    rebuild, which reads the page and decides (soak seeds 2751, 3320, 3871)."""
+    gone = set(found.unless_told) | {url for url, kind in found.changed.items() if kind == "removed"}
+    for name, views in abandoned.items():
+        shown = {s.url: s.rank for view in views for s in view.states or () if s.entry is not None}
+        for url in sorted(gone & shown.keys()):
+            if url in loaded:
+                continue
+            page = pipeline.store.get_page(url)
+            if page is not None and page.kind != "deleted" and page.section == section and page.rank == shown[url]:
+                found.drop(url)
+                found.keep.add(name)
 
 
 def _without(key_range: KeyRange, others: list[KeyRange]) -> list[KeyRange]:
