@@ -13,8 +13,8 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from itertools import islice
-from operator import le, or_
+from itertools import islice, repeat
+from operator import add, itemgetter, le, or_
 from typing import overload
 
 from sitemap_updater.core.entry import URL_CLOSE
@@ -52,10 +52,11 @@ class Block:
         self.heads = heads
         self.starts = starts  # one more than the records: the buffer's end
         self.bodies = bodies
-        self.keys: list[int] = [head[_KEY] for head in heads]
-        self.lastmods: list[int] = [head[_MOMENT] for head in heads]  # a tombstone's: its deletion
-        self.sizes: list[int] = [head[_N_BODY] + head[_N_NEWS] + _CLOSE for head in heads]
-        self.tombstones = any(head[_KIND] for head in heads)
+        self.keys: list[int] = list(map(itemgetter(_KEY), heads))
+        self.lastmods: list[int] = list(map(itemgetter(_MOMENT), heads))  # a tombstone's: its deletion
+        self.sizes: list[int] = list(map(add, map(itemgetter(_N_BODY), heads), map(itemgetter(_N_NEWS), heads)))
+        self.sizes = list(map(add, self.sizes, repeat(_CLOSE)))
+        self.tombstones = any(map(itemgetter(_KIND), heads))
         self._states: dict[int, PageState] = {}
 
     def __len__(self) -> int:
@@ -216,7 +217,7 @@ class States(Sequence[PageState]):
 def _block_live(block: Block, lo: int, hi: int, live: Live, bodies: bool) -> None:
     heads = block.heads[lo:hi]
     first = len(live.keys)
-    if block.tombstones and any(head[_KIND] for head in heads):
+    if block.tombstones and any(map(itemgetter(_KIND), heads)):
         live.deleted += [(head[_KEY], head[_MOMENT]) for head in heads if head[_KIND]]
         alive = [i for i in range(lo, hi) if not block.heads[i][_KIND]]
         heads = [block.heads[i] for i in alive]
@@ -234,8 +235,8 @@ def _block_live(block: Block, lo: int, hi: int, live: Live, bodies: bool) -> Non
             live.bodies += block.bodies[lo:hi]
     if not bodies:
         return
-    live.flags = reduce(or_, [head[_FLAGS] for head in heads], live.flags) & ~FLAG_NAMED
-    if any(head[_N_NEWS] for head in heads):
+    live.flags = reduce(or_, map(itemgetter(_FLAGS), heads), live.flags) & ~FLAG_NAMED
+    if any(map(itemgetter(_N_NEWS), heads)):
         data = block.data
         for n, (i, head) in enumerate(zip(alive, heads, strict=True)):
             if head[_N_NEWS]:
