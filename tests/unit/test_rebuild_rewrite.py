@@ -101,7 +101,8 @@ def _marks(body: str) -> list[DirtyMark]:
     return read_rebuild_request(json.loads(body))
 
 
-def test_a_rewrite_of_one_page_decodes_that_page_s_states_only(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("change", ["updated", "deleted"])
+def test_a_rewrite_of_one_page_decodes_that_page_s_states_only(monkeypatch: pytest.MonkeyPatch, change: str) -> None:
     # Given a published file of 2,000 pages
     stack = Stack(max_urls=5000)
     stack.sent = [_shaped(f"p{i}", i % 5) for i in range(2000)]
@@ -121,7 +122,7 @@ def test_a_rewrite_of_one_page_decodes_that_page_s_states_only(monkeypatch: pyte
     for module in (records, states, rebuild):  # wherever a rebuild may call it from
         monkeypatch.setattr(module, "decode_block", counted, raising=False)
     # When one of its pages changes
-    stack.send(_shaped("p7", 1, version=2))
+    stack.send(_shaped("p7", 1, version=2) if change == "updated" else page("p7", type="delete", version=2))
     stack.drain()
     # Then the rewrite decodes the one page it replaces, not the 2,000 it keeps
     assert _published(stack) == _built(stack, 5000)

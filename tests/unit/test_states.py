@@ -13,7 +13,7 @@ from sitemap_updater.core.changes import View, changes
 from sitemap_updater.core.reduce import PageState, state_from_event
 from sitemap_updater.core.render import NEWS_WINDOW_US, render_parts, render_urlset
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange
-from sitemap_updater.core.states import Block, States, merged, without_common
+from sitemap_updater.core.states import Block, ByUrl, States, merged, without_common
 from tests.conftest import AS_OF_US, BASE, event, parse
 
 FRESH = {"publication_name": "T & <Co>", "publication_language": "en", "publication_date": "2026-11-21",
@@ -167,3 +167,14 @@ def test_a_comparison_without_the_states_both_sides_share_finds_the_same_changes
     part = changes(ranges, shown, [View(r, b) for r, b in zip(ranges, was, strict=True)], [], AS_OF_US)
     # Then they find the same pages shown and vanished
     assert part.shown == whole.shown and part.vanished == whole.vanished
+
+
+def test_the_states_by_url_are_those_of_every_run_the_last_of_a_url_held_twice() -> None:
+    pages = _pages(20, seed=3)
+    block = _block(pages)
+    again = _page(pages[4].url.rsplit("/", 1)[1], 0, version=7)  # the URL of a block's record, held again after it
+    loaded = [States([(block, 0, 12)]), States([([again, *pages[12:15]], 0, 4), (block, 15, 20)])]
+    by_url = ByUrl(loaded)
+    expected = {s.url: s for states in loaded for s in states}
+    assert dict(by_url) == expected and len(by_url) == 20 and by_url[pages[4].url] is again
+    assert by_url.get(pages[3].url) is block.state(3) and by_url.get(f"{BASE}/blog/none") is None

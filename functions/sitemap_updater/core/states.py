@@ -10,7 +10,7 @@ taken from the runs, without a Python object per unchanged page. Iterating it gi
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import islice, repeat
@@ -305,3 +305,33 @@ def without_common(
         return list(States(kept))
 
     return [rest(s) if s is not None else None for s in was], [s for states in is_now for s in rest(states)]
+
+
+class ByUrl(Mapping[str, PageState]):
+    """The states of ``loaded`` by URL (the last one of a URL held twice): their URLs read from the records when
+    first asked for, a record decoded only when its state is."""
+
+    def __init__(self, loaded: Sequence[States]) -> None:
+        self._loaded = loaded
+        self._index: dict[str, tuple[Block | list[PageState], int]] | None = None
+
+    def _where(self) -> dict[str, tuple[Block | list[PageState], int]]:
+        if self._index is None:
+            self._index = {}
+            for states in self._loaded:
+                for source, lo, hi in states.runs:
+                    if isinstance(source, Block):
+                        self._index.update((source.url(i), (source, i)) for i in range(lo, hi))
+                    else:
+                        self._index.update((source[i].url, (source, i)) for i in range(lo, hi))
+        return self._index
+
+    def __getitem__(self, url: str) -> PageState:
+        source, i = self._where()[url]
+        return source.state(i) if isinstance(source, Block) else source[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where())
+
+    def __len__(self) -> int:
+        return len(self._where())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -21,7 +21,7 @@ from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, text_twin
 from sitemap_updater.core.snapshots import unpack_block
-from sitemap_updater.core.states import Block, Run, States, merged, without_common
+from sitemap_updater.core.states import Block, ByUrl, Run, States, merged, without_common
 from sitemap_updater.service.announce import Announcement, announce, block_view, confirmed_puts
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.publish import Job, collect_snapshots, publish_files, snapshot_id
@@ -221,29 +221,6 @@ def _block_states(data: bytes, key_range: KeyRange) -> tuple[Block, States | Non
     return block, States([(block, bisect_left(keys, key_range.start), bisect_left(keys, key_range.end))])
 
 
-class _ByUrl(Mapping[str, PageState]):
-    """The states of the loaded regions by URL, gathered when first asked for (a rebuild that removed no page
-    never asks)."""
-
-    def __init__(self, loaded: Iterable[States]) -> None:
-        self._loaded = loaded
-        self._found: dict[str, PageState] | None = None
-
-    def _all(self) -> dict[str, PageState]:
-        if self._found is None:
-            self._found = {s.url: s for states in self._loaded for s in states}
-        return self._found
-
-    def __getitem__(self, url: str) -> PageState:
-        return self._all()[url]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-
 def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], announced: bool = True) -> SectionRebuild:
     """Re-render the files of ``section`` that hold the marked keys; publish what changed, and send the notifier
     its change record (not ``announced``: a first import, which is not news to search engines)."""
@@ -382,7 +359,7 @@ def _announcement(
             # Bytes put under a name the layout abandoned showed their range: what no file shows there now has
             # vanished (a file kept as it was announced shows its part, so that part is not in question).
             region += _without(record.key_range, untouched)
-    loaded = _ByUrl(data.loaded.values())
+    loaded = ByUrl(list(data.loaded.values()))
     now = [states for _, states, _ in sorted(jobs, key=lambda job: job[0].start)]  # in key order
     if since:
         every = (s for states in now for s in states)
