@@ -54,12 +54,17 @@ def test_a_block_gives_the_states_it_was_written_from_and_writes_them_again_as_t
     pages = _pages(40)
     block = _block(pages)
     states = States([(block, 0, len(block))])
+    assert block.state(5) == pages[5] and states[0] == pages[0]  # one record decoded when asked for
     assert list(states) == pages and len(states) == 40
     assert states.encode() == block.data
     assert states[3] is block.state(3) is next(iter(States([(block, 3, 4)])))  # one object per record
     assert list(states[5:9]) == pages[5:9] and states[-1] == pages[-1]
     with pytest.raises(IndexError):
         states[40]
+    with pytest.raises(ValueError, match="steps of one"):
+        states[::2]
+    # A block whose records are not in key order is not taken for a file's states (its manifest is read instead)
+    assert block.ordered() and not _block(pages[::-1]).ordered()
     with pytest.raises(ValueError, match="ends inside a record"):
         Block(block.data[:-1])
 
@@ -130,9 +135,11 @@ def test_runs_of_blocks_and_of_states_joined_give_their_states_in_order() -> Non
     joined = States([(first, 2, 10), (pages, 10, 14), (second, 0, 6), (second, 6, 6)])
     expected = pages[2:20]
     assert list(joined) == expected and len(joined) == 18 and joined.keys() == [s.key for s in expected]
+    assert [joined[i] for i in (0, 8, 11, 12, 17, -1)] == [expected[i] for i in (0, 8, 11, 12, 17, -1)]
     assert list(States(joined.between(5, 13))) == expected[5:13]
     _same_live(joined, expected)
     assert joined.same(States([(first, 2, 10), (pages, 10, 14), (second, 0, 6)]))
+    assert not joined.same(States([(first, 1, 10), (pages, 10, 14), (second, 0, 5)]))  # as many, not the same
     assert joined.same(list(expected)) and not joined.same(expected[1:]) and not joined.same(None)
     assert not joined.same([*expected[:-1], _page("other", 0)])
     assert States.of(joined) is joined and list(States.of(expected)) == expected

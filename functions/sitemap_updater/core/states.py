@@ -30,7 +30,7 @@ _KIND, _KEY, _MOMENT, _NEWS_US, _FLAGS, _N_URL, _N_SECTION, _N_BODY, _N_NEWS = 0
 class Block:
     """The records of one buffer of ``records.encode_state`` output: their heads read at once, states on demand."""
 
-    __slots__ = ("_states", "bodies", "data", "heads", "keys", "lastmods", "sizes", "starts", "tombstones")
+    __slots__ = ("_states", "bodies", "data", "heads", "keys", "lastmods", "sizes", "starts")
 
     def __init__(self, data: bytes) -> None:
         heads: list[tuple[int, ...]] = []
@@ -56,7 +56,6 @@ class Block:
         self.lastmods: list[int] = list(map(itemgetter(_MOMENT), heads))  # a tombstone's: its deletion
         self.sizes: list[int] = list(map(add, map(itemgetter(_N_BODY), heads), map(itemgetter(_N_NEWS), heads)))
         self.sizes = list(map(add, self.sizes, repeat(_CLOSE)))
-        self.tombstones = any(map(itemgetter(_KIND), heads))
         self._states: dict[int, PageState] = {}
 
     def __len__(self) -> int:
@@ -217,7 +216,8 @@ class States(Sequence[PageState]):
 def _block_live(block: Block, lo: int, hi: int, live: Live, bodies: bool) -> None:
     heads = block.heads[lo:hi]
     first = len(live.keys)
-    if block.tombstones and any(map(itemgetter(_KIND), heads)):
+    alive: Sequence[int] = range(lo, hi)
+    if any(map(itemgetter(_KIND), heads)):
         live.deleted += [(head[_KEY], head[_MOMENT]) for head in heads if head[_KIND]]
         alive = [i for i in range(lo, hi) if not block.heads[i][_KIND]]
         heads = [block.heads[i] for i in alive]
@@ -227,7 +227,6 @@ def _block_live(block: Block, lo: int, hi: int, live: Live, bodies: bool) -> Non
         if bodies:
             live.bodies += [block.bodies[i] for i in alive]
     else:
-        alive = list(range(lo, hi))
         live.keys += block.keys[lo:hi]
         live.lastmods += block.lastmods[lo:hi]
         live.sizes += block.sizes[lo:hi]
