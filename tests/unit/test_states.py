@@ -55,6 +55,7 @@ def test_a_block_gives_the_states_it_was_written_from_and_writes_them_again_as_t
     block = _block(pages)
     states = States([(block, 0, len(block))])
     assert block.state(5) == pages[5] and states[0] == pages[0]  # one record decoded when asked for
+    assert _block(pages).state(39) == pages[39]  # the last one too
     assert list(states) == pages and len(states) == 40
     assert states.encode() == block.data
     assert states[3] is block.state(3) is next(iter(States([(block, 3, 4)])))  # one object per record
@@ -64,7 +65,8 @@ def test_a_block_gives_the_states_it_was_written_from_and_writes_them_again_as_t
     with pytest.raises(ValueError, match="steps of one"):
         states[::2]
     # A block whose records are not in key order is not taken for a file's states (its manifest is read instead)
-    assert block.ordered() and not _block(pages[::-1]).ordered()
+    swapped = [*pages[:3], pages[4], pages[3], *pages[5:]]  # two neighbours out of order
+    assert block.ordered() and not _block(swapped).ordered() and not _block(pages[::-1]).ordered()
     with pytest.raises(ValueError, match="ends inside a record"):
         Block(block.data[:-1])
 
@@ -98,7 +100,7 @@ def test_a_file_s_pages_merged_with_its_changes_are_the_states_in_order_and_writ
         elif change == "deleted":
             current.append(_page(old.url.rsplit("/", 1)[1], 5, version=9))
         marked.add((old.key, old.url))
-    got = merged(block, lo, hi, marked, current)
+    got = merged(block, lo, hi, marked, current[::-1])  # in any order
     # Then the states are the file's, without the marked pages' old states, with their new ones, in order
     expected = sorted([s for s in inside if (s.key, s.url) not in marked] + current, key=_position)
     assert list(got) == expected

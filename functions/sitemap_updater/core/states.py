@@ -54,8 +54,8 @@ class Block:
         self.bodies = bodies
         self.keys: list[int] = list(map(itemgetter(_KEY), heads))
         self.lastmods: list[int] = list(map(itemgetter(_MOMENT), heads))  # a tombstone's: its deletion
-        self.sizes: list[int] = list(map(add, map(itemgetter(_N_BODY), heads), map(itemgetter(_N_NEWS), heads)))
-        self.sizes = list(map(add, self.sizes, repeat(_CLOSE)))
+        lengths = map(add, map(itemgetter(_N_BODY), heads), map(itemgetter(_N_NEWS), heads))
+        self.sizes: list[int] = list(map(add, lengths, repeat(_CLOSE)))
         self._states: dict[int, PageState] = {}
 
     def __len__(self) -> int:
@@ -94,7 +94,7 @@ class Block:
         return i
 
 
-Run = tuple[Block | list[PageState], int, int]  # records lo to hi of a block, or states lo to hi of a list
+Run = tuple[Block | Sequence[PageState], int, int]  # records lo to hi of a block, or states lo to hi of a list
 
 
 @dataclass(slots=True)
@@ -122,7 +122,7 @@ class States(Sequence[PageState]):
     @classmethod
     def of(cls, states: Sequence[PageState]) -> States:
         """``states`` (in order) as one run, or as they are when they are runs already."""
-        return states if isinstance(states, States) else cls([(list(states), 0, len(states))])
+        return states if isinstance(states, States) else cls([(states, 0, len(states))])
 
     def __len__(self) -> int:
         return self._len
@@ -158,9 +158,7 @@ class States(Sequence[PageState]):
         found: list[Run] = []
         at = 0
         for source, lo, hi in self.runs:
-            a, b = max(lo, lo + start - at), min(hi, lo + stop - at)
-            if a < b:
-                found.append((source, a, b))
+            found.append((source, max(lo, lo + start - at), min(hi, lo + stop - at)))  # States leaves out the empty
             at += hi - lo
         return found
 
@@ -253,9 +251,9 @@ def merged(block: Block, lo: int, hi: int, pages: set[tuple[int, str]], current:
         i = block.position(key, url, lo, hi)
         if i < hi and block.keys[i] == key and block.url(i) == url:
             cuts.append((i, 1, None))
-    for now in current:
+    for now in sorted(current, key=lambda state: (state.key, state.url)):
         cuts.append((block.position(now.key, now.url, lo, hi), 0, now))
-    cuts.sort(key=lambda cut: (cut[0], cut[1], (cut[2].key, cut[2].url) if cut[2] is not None else (0, "")))
+    cuts.sort(key=lambda cut: cut[:2])  # stable: the states put before one record stay in order
     runs: list[Run] = []
     at = lo
     for i, leave, state in cuts:
@@ -272,7 +270,7 @@ def merged(block: Block, lo: int, hi: int, pages: set[tuple[int, str]], current:
 
 def without_common(
     before: Sequence[Sequence[PageState] | None], now: Sequence[Sequence[PageState]]
-) -> tuple[list[list[PageState] | None], list[PageState]]:
+) -> tuple[list[States | None], list[PageState]]:
     """``before`` (each a file's states, or None) and ``now`` (joined) without the states both hold as the very
     same object (a block's record held by runs of both sides): what a comparison of the two in key order that
     passes over identical states finds is the same without them."""
@@ -289,7 +287,7 @@ def without_common(
         theirs = spans[1].get(block_id, [])
         common[block_id] = sorted((max(a, c), min(b, d)) for a, b in mine for c, d in theirs if max(a, c) < min(b, d))
 
-    def rest(states: States) -> list[PageState]:
+    def rest(states: States) -> States:
         kept: list[Run] = []
         for source, lo, hi in states.runs:
             if not isinstance(source, Block):
@@ -301,7 +299,7 @@ def without_common(
                     kept.append((source, at, max(at, a)))
                     at = max(at, b)
             kept.append((source, at, hi))
-        return list(States(kept))
+        return States(kept)
 
     return [rest(s) if s is not None else None for s in was], [s for states in is_now for s in rest(states)]
 
@@ -312,9 +310,9 @@ class ByUrl(Mapping[str, PageState]):
 
     def __init__(self, loaded: Sequence[States]) -> None:
         self._loaded = loaded
-        self._index: dict[str, tuple[Block | list[PageState], int]] | None = None
+        self._index: dict[str, tuple[Block | Sequence[PageState], int]] | None = None
 
-    def _where(self) -> dict[str, tuple[Block | list[PageState], int]]:
+    def _where(self) -> dict[str, tuple[Block | Sequence[PageState], int]]:
         if self._index is None:
             self._index = {}
             for states in self._loaded:
