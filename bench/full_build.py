@@ -165,9 +165,9 @@ def _write_doc(
         "## One shard rebuild",
         "",
         "A section of N pages in one file; one page changes; `rebuild_section` reads the file's snapshot and the "
-        "changed page, decodes the states, plans, renders and publishes (in-memory adapters, so no AWS latency; "
-        "`bench/shard_rebuild.py`). The process peak includes the in-memory table holding the section, which on "
-        "Lambda lives in DynamoDB.",
+        "changed page, reads its records in place (decoding the changed one), plans, renders and publishes "
+        "(in-memory adapters, so no AWS latency; `bench/shard_rebuild.py`). The process peak includes the in-memory "
+        "table holding the section, which on Lambda lives in DynamoDB.",
         "",
         "| URLs in the file | CPU (s) | wall (s) | process RSS before (MB) | process peak (MB) | bytes put |",
         "|---:|---:|---:|---:|---:|---:|",

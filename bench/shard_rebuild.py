@@ -1,6 +1,6 @@
 """One shard rebuild: a section of N pages in one file, one page changes; CPU time and memory of the rebuild
 (the real service code on the in-memory adapters of tests/sim, so no AWS latency is counted). The rebuild reads
-the file's snapshot and the one changed page, decodes the N states and renders the file. This sizes the rebuild
+the file's snapshot and the one changed page, reads the N records in place and renders the file. This sizes the rebuild
 function's memory setting. Each size runs in a fresh process."""
 
 from __future__ import annotations

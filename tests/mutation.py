@@ -55,7 +55,12 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_render.py",
         "tests/unit/test_events.py",
     ],
-    "core/render.py": [*_CORE_TESTS, "tests/unit/test_render.py", "tests/unit/test_sharding.py"],
+    "core/render.py": [
+        *_CORE_TESTS,
+        "tests/unit/test_render.py",
+        "tests/unit/test_sharding.py",
+        "tests/unit/test_states.py",
+    ],
     "core/sharding.py": ["tests/unit/test_sharding.py", _EDGES, *_CORE_TESTS, "tests/unit/test_render.py"],
     "core/layout.py": [*_CORE_TESTS, "tests/unit/test_recovery.py", "tests/unit/test_sharding.py"],
     "core/reduce.py": [*_CORE_TESTS, "tests/unit/test_render.py"],
@@ -82,6 +87,7 @@ TESTS: dict[str, list[str]] = {
     "core/event_rules.py": [_EDGES, _FUTURE, "tests/unit/test_events.py", "tests/unit/test_fastline.py", *_CORE_TESTS],
     "service/ingest.py": ["tests/unit/test_mut_recovery.py", "tests/unit/test_recovery.py"],
     "service/rebuild.py": [
+        "tests/unit/test_rebuild_rewrite.py",
         "tests/unit/test_mut_recovery.py",
         "tests/unit/test_announce.py",
         "tests/unit/test_change_names.py",
@@ -90,6 +96,12 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_rebuild_boundaries.py",
     ],
     "core/changes.py": ["tests/unit/test_announce.py", "tests/unit/test_mut_recovery.py"],
+    "core/states.py": [
+        "tests/unit/test_states.py",
+        "tests/unit/test_rebuild_rewrite.py",
+        "tests/unit/test_announce.py",
+        "tests/unit/test_recovery.py",
+    ],
     "service/announce.py": [
         "tests/unit/test_announce.py",
         "tests/unit/test_mut_recovery.py",
@@ -204,6 +216,7 @@ TESTS: dict[str, list[str]] = {
     "service/marks.py": [_RECOVERY, "tests/unit/test_ingest_writes.py", _BATCHES, "tests/unit/test_sweep_upkeep.py"],
     "service/parked.py": ["tests/unit/test_bootstrap_release.py", "tests/integration/test_import.py"],
     "service/publish.py": [
+        "tests/unit/test_rebuild_rewrite.py",
         "tests/unit/test_snapshot_objects.py",
         "tests/unit/test_announce.py",
         _RECOVERY,

@@ -40,29 +40,3 @@ def test_scan_records_gives_every_field_at_its_position() -> None:
     assert data[first[records.NEWS] : first[records.END]] == live.entry.news
     assert second[records.END] == len(data)
     assert list(records.decode_states(data)) == [live, gone]
-
-
-def test_states_read_are_written_again_as_the_bytes_they_were_read_from() -> None:
-    """A rebuild writes a file's snapshot again from the states it read: those it did not replace are copied as
-    read, the others encoded, and the result is what encoding every state gives (the snapshot's bytes do not
-    depend on which states were read)."""
-    news = {"publication_name": "T", "publication_language": "en", "publication_date": "2026-11-21", "title": "t"}
-    pages = [
-        state_from_event(parse(event(f"{BASE}/blog/ü", version=3, section="Blög", news=news))),
-        state_from_event(parse(event(f"{BASE}/x/y", type="delete", version=2))),
-        state_from_event(parse(event(f"{BASE}/a", version=5, images=[{"loc": f"{BASE}/i.jpg"}]))),
-    ]
-    data = b"".join(records.encode_state(s) for s in pages)
-    states, starts = records.decode_block(data)
-    assert states == pages and starts[0] == 0 and starts[-1] == len(data) and len(starts) == len(pages) + 1
-    assert records.reencode(states, states, data, starts) == data
-    newer = state_from_event(parse(event(f"{BASE}/a", version=6)))
-    for changed in ([states[0], states[1], newer], [newer, states[1]], [states[2], states[0]], [states[1]], []):
-        assert records.reencode(changed, states, data, starts) == b"".join(records.encode_state(s) for s in changed)
-    # An equal state that is another object is encoded, not taken for the one read (equal bytes either way)
-    copy = state_from_event(parse(event(f"{BASE}/blog/ü", version=3, section="Blög", news=news)))
-    assert copy == states[0] and copy is not states[0]
-    assert records.reencode([copy], states, data, starts) == records.encode_state(copy)
-    # The states read are copied from the bytes they were read from, not encoded again
-    altered = data.replace("ü".encode(), b"u!")
-    assert records.reencode(states[:2], states, altered, starts) == altered[: starts[2]]

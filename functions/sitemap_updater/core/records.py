@@ -12,6 +12,7 @@ from sitemap_updater.core.reduce import PageState, Tombstone
 
 # kind, version, occurred_us, key, lastmod_us, news_us, flags, len(url), len(section), len(body), len(news)
 _HEAD = struct.Struct("<BqqQqqBIHII")
+HEAD = _HEAD
 HEAD_SIZE = _HEAD.size
 # In the flags of a page state's record (``encode_state``), beside the entry's own (``entry.FLAG_*``, the low
 # bits): the event named the section. A build's records never have it (nothing there is ever moved).
@@ -112,7 +113,7 @@ def decode_states(data: bytes) -> Iterator[PageState]:
 
 def decode_block(data: bytes) -> tuple[list[PageState], list[int]]:
     """Every state in a buffer written by ``encode_state``, and where each record starts (one offset more: the
-    buffer's end), so a state read here can be written again as the bytes it was read from (``reencode``)."""
+    buffer's end)."""
     pos, end = 0, len(data)
     unpack = _HEAD.unpack_from
     new = tuple.__new__  # what a named tuple's own constructor calls, without its frame: twice a state
@@ -143,28 +144,3 @@ def decode_block(data: bytes) -> tuple[list[PageState], list[int]]:
             states.append(new(PageState, (url, (version, occurred), None, gone, named, "")))
     starts.append(pos)
     return states, starts
-
-
-def reencode(states: list[PageState], read: list[PageState], data: bytes, starts: list[int]) -> bytes:
-    """``encode_state`` of each state, joined. ``read`` are the states ``decode_block`` read from ``data`` (at
-    ``starts``): each of them in ``states`` is written as the bytes it was read from, which are the same, and a
-    run of them in their order as one slice."""
-    at = {id(state): i for i, state in enumerate(read)}  # ``read`` holds each object: no id stands for another
-    out: list[bytes] = []
-    run = -1  # the first record of the run of read states being copied, and ``last`` its last
-    last = -2
-    for state in states:
-        i = at.get(id(state), -1)
-        if i >= 0 and read[i] is state and i == last + 1:
-            last = i
-            continue
-        if run >= 0:
-            out.append(data[starts[run] : starts[last + 1]])
-        if i >= 0 and read[i] is state:
-            run = last = i
-        else:
-            run, last = -1, -2
-            out.append(encode_state(state))
-    if run >= 0:
-        out.append(data[starts[run] : starts[last + 1]])
-    return b"".join(out)

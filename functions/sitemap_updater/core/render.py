@@ -85,32 +85,44 @@ class DeterministicGzip:
 def news_included(entries: Sequence[Entry], as_of_us: int) -> set[int]:
     """Indexes of entries whose news part is rendered: published in the last two days (relative to
     ``as_of_us``), the newest 1,000 at most."""
-    fresh = [i for i, e in enumerate(entries) if e.news and e.news_us >= as_of_us - NEWS_WINDOW_US]
+    return _fresh([(i, e.news, e.news_us, e.url) for i, e in enumerate(entries) if e.news], as_of_us)
+
+
+def _fresh(news: list[tuple[int, bytes, int, str]], as_of_us: int) -> set[int]:
+    fresh = [item for item in news if item[2] >= as_of_us - NEWS_WINDOW_US]
     if len(fresh) > MAX_NEWS_PER_FILE:
-        fresh.sort(key=lambda i: (-entries[i].news_us, entries[i].url))
+        fresh.sort(key=lambda item: (-item[2], item[3]))
         fresh = fresh[:MAX_NEWS_PER_FILE]
-    return set(fresh)
+    return {item[0] for item in fresh}
 
 
 def render_urlset(entries: Sequence[Entry], as_of_us: int, level: int = GZIP_LEVEL) -> RenderedFile:
     """Render one sitemap file from entries sorted by ``sort_key``; ``as_of_us`` decides which news is fresh."""
-    with_news = news_included(entries, as_of_us)
-    if not with_news:
-        flags = 0
-        for entry in entries:
-            flags |= entry.flags
-        runs = [URL_CLOSE.join([e.body for e in entries]), URL_CLOSE] if entries else []
-        return render_elements(runs, len(entries), flags, level)
-    flags = FLAG_NEWS
-    parts: list[bytes] = []
-    for index, entry in enumerate(entries):
+    flags = 0
+    for entry in entries:
         flags |= entry.flags
-        parts.append(entry.body)
-        if index in with_news:
-            parts.append(entry.news)
+    news = [(i, e.news, e.news_us, e.url) for i, e in enumerate(entries) if e.news]
+    return render_parts([e.body for e in entries], news, flags, as_of_us, level)
+
+
+def render_parts(
+    bodies: list[bytes], news: list[tuple[int, bytes, int, str]], flags: int, as_of_us: int, level: int = GZIP_LEVEL
+) -> RenderedFile:
+    """``render_urlset`` of entries given as their parts: each one's ``body`` (in order), the news parts (index,
+    part, ``news_us``, URL) of those that have one, and their flags ORed."""
+    with_news = _fresh(news, as_of_us)
+    if not with_news:
+        runs = [URL_CLOSE.join(bodies), URL_CLOSE] if bodies else []
+        return render_elements(runs, len(bodies), flags, level)
+    parts: list[bytes] = []
+    by_index = {index: part for index, part, _, _ in news if index in with_news}
+    for index, body in enumerate(bodies):
+        parts.append(body)
+        if index in by_index:
+            parts.append(by_index[index])
         parts.append(URL_CLOSE)
-    news_until = min(entries[i].news_us for i in with_news) + NEWS_WINDOW_US
-    return _gzip_urlset(flags, parts, len(entries), level, news_until)
+    news_until = min(news_us for index, _, news_us, _ in news if index in with_news) + NEWS_WINDOW_US
+    return _gzip_urlset(flags | FLAG_NEWS, parts, len(bodies), level, news_until)
 
 
 def render_elements(runs: list[bytes], count: int, flags: int, level: int = GZIP_LEVEL) -> RenderedFile:

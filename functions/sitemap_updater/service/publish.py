@@ -6,12 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from sitemap_updater.core.entry import Entry
 from sitemap_updater.core.layout import PREV_UNDATED, PublishedFile
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.records import reencode
 from sitemap_updater.core.reduce import PageState
-from sitemap_updater.core.render import RenderedFile, render_text, render_urlset
+from sitemap_updater.core.render import RenderedFile, render_parts, render_text
 from sitemap_updater.core.sharding import KeyRange, range_lastmod, text_twin
 from sitemap_updater.core.snapshots import (
     PendingPut,
@@ -22,6 +20,7 @@ from sitemap_updater.core.snapshots import (
     section_prefix,
     written_us,
 )
+from sitemap_updater.core.states import States
 from sitemap_updater.service.announce import confirmed_puts
 from sitemap_updater.service.pipeline import Pipeline
 
@@ -34,7 +33,7 @@ PART_STATES = 250_000
 SNAPSHOT_GRACE_S = 900
 SWEEP_EVERY = 32  # one section rebuild in this many lists the section's snapshot objects
 
-Job = tuple[KeyRange, list[PageState], PublishedFile | None]  # a range, every state in it, its live record
+Job = tuple[KeyRange, Sequence[PageState], PublishedFile | None]  # a range, every state in it, its live record
 
 
 def snapshot_id(sha256: str, key_range: KeyRange) -> str:
@@ -47,7 +46,8 @@ def snapshot_id(sha256: str, key_range: KeyRange) -> str:
 @dataclass(slots=True)
 class _Rendered:
     key_range: KeyRange
-    entries: list[Entry]
+    states: States
+    entry_bytes: int
     rendered: RenderedFile
     lastmod: int
     old: PublishedFile | None
@@ -60,14 +60,12 @@ def publish_files(
     jobs: Sequence[Job],
     holders: dict[str, PublishedFile],
     stamp: tuple[int, int],
-    kept: dict[KeyRange, list[PageState]] | None = None,
-    read: dict[KeyRange, tuple[list[PageState], bytes, list[int]]] | None = None,
+    kept: dict[KeyRange, States] | None = None,
 ) -> list[tuple[PublishedFile | None, bool]]:
     """Render each job's file and publish it if its bytes changed: the snapshots of the files rendered go into
     one object, put before any record names them. ``holders``: the record holding each name (updated here when an
     intent is recorded); ``stamp``: the version of the bytes (the rebuild's number) and the moment rendered;
-    ``kept``: the states each file's current snapshot holds, where it was read, and ``read`` the bytes each of
-    those states was read from (written again as they are). Returns, per job, the record to
+    ``kept``: the states each file's current snapshot holds, where it was read. Returns, per job, the record to
     write once every file is put (None: nothing to write) and whether bytes were put."""
     results: list[tuple[PublishedFile | None, bool]] = []
     start, part = 0, 0
@@ -76,7 +74,7 @@ def publish_files(
         while end < len(jobs) and states + len(jobs[end][1]) <= PART_STATES:
             states += len(jobs[end][1])
             end += 1
-        rendered = pipeline.fan_out(lambda job: _render(job, stamp[1], kept or {}, read or {}), jobs[start:end])
+        rendered = pipeline.fan_out(lambda job: _render(job, stamp[1], kept or {}), jobs[start:end])
         blocks = [r.block for r in rendered if r.block is not None]
         refs: list[SnapshotRef] = []
         if blocks:
@@ -93,24 +91,18 @@ def publish_files(
     return results
 
 
-def _render(
-    job: Job,
-    as_of: int,
-    kept: dict[KeyRange, list[PageState]],
-    read: dict[KeyRange, tuple[list[PageState], bytes, list[int]]],
-) -> _Rendered:
-    key_range, states, old = job
-    entries = [s.entry for s in states if s.entry is not None]
-    deleted = sorted((s.key, s.tombstone.deleted_us) for s in states if s.tombstone is not None)
-    lastmod = range_lastmod([e.key for e in entries], [e.lastmod_us for e in entries], deleted, key_range)
-    rendered = render_urlset(entries, as_of)
+def _render(job: Job, as_of: int, kept: dict[KeyRange, States]) -> _Rendered:
+    key_range, given, old = job
+    states = States.of(given)  # a rebuild's: the records of the snapshots it read, kept as they were read
+    live = states.live()
+    lastmod = range_lastmod(live.keys, live.lastmods, sorted(live.deleted), key_range)
+    rendered = render_parts(live.bodies, live.news, live.flags, as_of)
     unchanged = _unchanged(old, rendered.sha256, lastmod)
-    if unchanged and kept.get(key_range) == states:
+    if unchanged and states.same(kept.get(key_range)):
         block = None  # its record names a snapshot of these very states
     else:
-        decoded, data, starts = read.get(key_range, ([], b"", [0]))
-        block = pack_block(snapshot_id(rendered.sha256, key_range), reencode(states, decoded, data, starts))
-    return _Rendered(key_range, entries, rendered, lastmod, old, block)
+        block = pack_block(snapshot_id(rendered.sha256, key_range), states.encode())
+    return _Rendered(key_range, states, sum(live.sizes), rendered, lastmod, old, block)
 
 
 def _unchanged(old: PublishedFile | None, sha256: str, lastmod: int) -> bool:
@@ -143,15 +135,14 @@ def _publish(
     else:
         assert old is not None
         published_us, prev_lastmod_us = old.published_us, old.prev_lastmod_us
-    entries = done.entries
     record = PublishedFile(
         section,
         key_range,
         name,
         rendered.sha256,
         done.lastmod,
-        len(entries),
-        sum(e.size for e in entries),
+        rendered.url_count,
+        done.entry_bytes,
         news_until_us=rendered.news_until_us,
         pending_index=True,
         published_us=published_us,
@@ -179,7 +170,8 @@ def _publish(
             holders[name] = replace(holder, unsettled=True, pending=intent, shown=shown)
         record = replace(record, etag=bucket.publish_over(name, rendered.data, put_seq, known) or "")
         if pipeline.settings.text_sitemaps:  # written only when its URLs changed, not for a lastmod alone
-            bucket.publish(text_twin(name), render_text(e.url for e in entries), put_seq, True)
+            urls = (s.url for s in done.states if s.entry is not None)
+            bucket.publish(text_twin(name), render_text(urls), put_seq, True)
     return record, put
 
 

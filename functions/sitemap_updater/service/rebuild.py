@@ -6,9 +6,9 @@ computed from the recorded counts of untouched files plus the manifest of the to
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -17,11 +17,11 @@ from sitemap_updater.core.freshness import index_wait_seconds
 from sitemap_updater.core.layout import PublishedFile
 from sitemap_updater.core.messages import DirtyMark, change_records, section_index_request
 from sitemap_updater.core.moments import to_micros
-from sitemap_updater.core.records import decode_block, decode_states
 from sitemap_updater.core.reduce import PageState
 from sitemap_updater.core.render import FILE_OVERHEAD
 from sitemap_updater.core.sharding import KEY_SPACE, KeyRange, plan_with, text_twin
 from sitemap_updater.core.snapshots import unpack_block
+from sitemap_updater.core.states import Block, ByUrl, Run, States, merged, without_common
 from sitemap_updater.service.announce import Announcement, announce, announce_unnamed, block_view, confirmed_puts
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.publish import Job, collect_snapshots, publish_files, snapshot_id
@@ -85,15 +85,14 @@ class _Section:
         self.section = section
         self.live = live
         self._marked = sorted(set(marked))  # (key, URL) of the pages whose marks this rebuild handles
-        self.loaded: dict[KeyRange, list[PageState]] = {}
+        self.loaded: dict[KeyRange, States] = {}
         self._keys: dict[KeyRange, list[int]] = {}  # keys of live entries, sorted
         self._sizes: dict[KeyRange, list[int]] = {}  # running totals of their sizes
         self._state_keys: dict[KeyRange, list[int]] = {}  # keys of every loaded state (tombstones too), sorted
         self.entries_read = 0
         self.snapshots_read = 0
         self._snapshots: dict[str, tuple[str, bytes] | None] = {}  # read ahead, by file name
-        self.kept: dict[KeyRange, list[PageState]] = {}  # the states of each snapshot read, as it holds them
-        self.read: dict[KeyRange, tuple[list[PageState], bytes, list[int]]] = {}  # what each was decoded from
+        self.kept: dict[KeyRange, States] = {}  # the states of each snapshot read, as it holds them
         self._asked: set[tuple[int, str]] = set()  # marked pages whose entries were read ahead
         self._entries: dict[tuple[int, str], PageState] = {}  # what that found
 
@@ -123,19 +122,19 @@ class _Section:
             published = next((f for f in self.live if f.key_range == region), None)
             states = self._from_snapshot(published) if published is not None else None
             if states is None:
-                states = sorted(self._pipeline.store.entries(self.section, region), key=position)
+                states = States.of(sorted(self._pipeline.store.entries(self.section, region), key=position))
                 self.entries_read += len(states)
             self.loaded[region] = states
-            self._state_keys[region] = [s.key for s in states]
-            live = [s.entry for s in states if s.entry is not None]
-            self._keys[region] = [e.key for e in live]
-            self._sizes[region] = [0, *accumulate(e.size for e in live)]
+            self._state_keys[region] = states.keys()
+            live = states.live(bodies=False)
+            self._keys[region] = live.keys
+            self._sizes[region] = [0, *accumulate(live.sizes)]
 
     def _gaps(self, key_range: KeyRange) -> list[KeyRange]:
         """The parts of ``key_range`` no loaded region covers."""
         return _without(key_range, list(self.loaded))
 
-    def _from_snapshot(self, published: PublishedFile) -> list[PageState] | None:
+    def _from_snapshot(self, published: PublishedFile) -> States | None:
         """The file's states from its snapshot and the marked pages' current entries; None without a snapshot
         of the file's current bytes (a crash between the put and the record, or no snapshot yet)."""
         if published.unsettled:
@@ -147,10 +146,8 @@ class _Section:
         if found is None or found[0] != snapshot_id(published.sha256, published.key_range):
             return None
         key_range = published.key_range
-        decoded, starts = decode_block(found[1])
-        self.read[key_range] = (decoded, found[1], starts)
-        states = [s for s in decoded if key_range.contains(s.key)]  # written in order
-        if sum(1 for s in states if s.entry is not None) != published.url_count:
+        block, states = _block_states(found[1], key_range)
+        if states is None or len(states.live(bodies=False).keys) != published.url_count:
             return None  # not the file's pages: read the manifest
         self.snapshots_read += 1
         self.kept[key_range] = states
@@ -162,13 +159,10 @@ class _Section:
         else:
             current = self._pipeline.store.entries_for(self.section, pages)
         self.entries_read += len(pages)
-        marked = set(pages)
-        states = [s for s in states if (s.key, s.url) not in marked]
-        for state in current:
-            insort(states, state, key=position)
-        return states
+        ((_, lo, hi),) = states.runs or [(block, 0, 0)]
+        return merged(block, lo, hi, set(pages), current)
 
-    def recorded(self, published: PublishedFile) -> list[PageState] | None:
+    def recorded(self, published: PublishedFile) -> States | None:
         """The states ``published``'s recorded bytes were rendered from (its snapshot), whether or not they were
         read for this rebuild (an unsettled record's were not); None without a whole snapshot of them."""
         if published.key_range in self.kept:
@@ -176,8 +170,8 @@ class _Section:
         found = self._snapshots.pop(published.name, None) or self._read_snapshot(published)
         if found is None or found[0] != snapshot_id(published.sha256, published.key_range):
             return None
-        states = [s for s in decode_states(found[1]) if published.key_range.contains(s.key)]
-        return states if sum(1 for s in states if s.entry is not None) == published.url_count else None
+        _, states = _block_states(found[1], published.key_range)
+        return states if states is not None and len(states.live(bodies=False).keys) == published.url_count else None
 
     def _unloaded_files(self) -> Iterable[PublishedFile]:
         return (f for f in self.live if not any(_inside(f.key_range, r) for r in self.loaded))
@@ -201,7 +195,7 @@ class _Section:
             size += self._sizes[region][hi] - self._sizes[region][lo]
         return count, size
 
-    def states_in(self, key_range: KeyRange) -> list[PageState]:
+    def states_in(self, key_range: KeyRange) -> States:
         """Every state in ``key_range``: its files are read, and so are the parts no file covers, whose tombstones
         (deletes of pages no file shows any more) still move the range's lastmod."""
         for published in list(self._unloaded_files()):
@@ -209,13 +203,22 @@ class _Section:
                 self.load(published.key_range)
         for gap in self._gaps(key_range):
             self.load(gap)
-        found: list[PageState] = []
+        found: list[Run] = []
         for region in sorted(self.loaded, key=lambda r: r.start):  # disjoint, each sorted: in order when joined
             if region.end <= key_range.start or key_range.end <= region.start:
                 continue
             keys = self._state_keys[region]
-            found += self.loaded[region][bisect_left(keys, key_range.start) : bisect_left(keys, key_range.end)]
-        return found
+            found += self.loaded[region].between(bisect_left(keys, key_range.start), bisect_left(keys, key_range.end))
+        return States(found)
+
+
+def _block_states(data: bytes, key_range: KeyRange) -> tuple[Block, States | None]:
+    """A snapshot block's records and those of ``key_range`` (written in order; None if they are not)."""
+    block = Block(data)
+    if not block.ordered():
+        return block, None
+    keys = block.keys
+    return block, States([(block, bisect_left(keys, key_range.start), bisect_left(keys, key_range.end))])
 
 
 def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], announced: bool = True) -> SectionRebuild:
@@ -262,7 +265,7 @@ def rebuild_section(pipeline: Pipeline, section: str, marks: list[DirtyMark], an
         jobs.append((key_range, data.states_in(key_range), old))
     # The files are rendered at once, their snapshots put in one object, then each file's intent record and
     # bytes put at once, each waiting on its S3 and DynamoDB round trips.
-    rendered = publish_files(pipeline, section, jobs, holders, (version, as_of), data.kept, data.read)
+    rendered = publish_files(pipeline, section, jobs, holders, (version, as_of), data.kept)
     fresh: list[PublishedFile] = []
     for (key_range, _, _), (record, put) in zip(jobs, rendered, strict=True):
         if put:
@@ -378,9 +381,17 @@ def _announcement(
             # Bytes put under a name the layout abandoned showed their range: what no file shows there now has
             # vanished (a file kept as it was announced shows its part, so that part is not in question).
             region += _without(record.key_range, untouched)
-    loaded = {s.url: s for states in data.loaded.values() for s in states}
-    now = (s for _, states, _ in sorted(jobs, key=lambda job: job[0].start) for s in states)  # in key order
-    found = announce(pipeline, region, now, (announced, since), loaded, marks, as_of)
+    loaded = ByUrl(list(data.loaded.values()))
+    now = [states for _, states, _ in sorted(jobs, key=lambda job: job[0].start)]  # in key order
+    if since:
+        every = (s for states in now for s in states)
+        found = announce(pipeline, region, every, (announced, since), loaded, marks, as_of)
+    else:
+        # Without bytes put since: the states both sides hold as one object are passed over by the comparison, and
+        # announce asks nothing else of them (the states of the pages it finds vanished are still compared).
+        before, shown_now = without_common([view.states for view in announced], now)
+        announced = [View(view.key_range, states) for view, states in zip(announced, before, strict=True)]
+        found = announce(pipeline, region, shown_now, (announced, since), loaded, marks, as_of)
     if abandoned:
         _keep_unread(pipeline, section, found, abandoned, loaded)
     if retired:
@@ -402,7 +413,7 @@ def _keep_unread(
     section: str,
     found: Announcement,
     abandoned: dict[str, list[View]],
-    loaded: dict[str, PageState],
+    loaded: Mapping[str, PageState],
 ) -> None:
     """Bytes a dead attempt put under a name the layout now abandons may show a page this rebuild did not read
     (its file's snapshot is older, and its mark, still on its way, is another batch's) that is still in this
