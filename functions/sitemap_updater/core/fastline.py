@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from datetime import date, datetime
 from hashlib import blake2b
 from itertools import compress
-from operator import attrgetter, not_
+from operator import attrgetter, itemgetter, not_
 from urllib.parse import unquote
 
 from msgspec import UNSET
@@ -135,7 +135,7 @@ class LineParser:
         written, has_session_id = self._written, self._urls.has_session_id
         # Each URL above ASCII, percent-encoded as encode_above_ascii does, all at once (_encoded): where the block
         # before held many (finding them costs every line a little)
-        encoded = _encoded(decoded) if self._many_wide and not data.isascii() else {}
+        encoded = _encoded(decoded, self._site.base_url) if self._many_wide and not data.isascii() else {}
         wide_urls = 0
         moments, lastmods = self._moments.get, self._lastmods.get
         occurred_of, lastmod_of, canonical_of = self._occurred, self._lastmod, self._urls.canonical
@@ -336,13 +336,14 @@ def _blocks(data: bytes) -> Iterator[bytes]:
         start = end
 
 
-def _encoded(decoded: list[Line | None]) -> dict[str, str]:
-    """The URLs above ASCII of ``decoded`` lines, each with ``encode_above_ascii`` of it (``encode_each_above_ascii``:
+def _encoded(decoded: list[Line | None], base: str) -> dict[str, str]:
+    """The URLs above ASCII of ``decoded`` lines, each with ``encode_above_ascii`` of it where it starts with the
+    site's address ``base`` (all the matches take): the address, then the rest encoded (``encode_each_above_ascii``:
     one call for them all; none where one holds a line break)."""
     urls = list(map(_URL_OF, filter(None, decoded)))
     wide = list(compress(urls, map(not_, map(str.isascii, urls))))
-    coded = encode_each_above_ascii(wide) if wide else None
-    return {} if coded is None else dict(zip(wide, coded, strict=True))
+    coded = encode_each_above_ascii(list(map(itemgetter(slice(len(base), None)), wide))) if wide else None
+    return {} if coded is None else dict(zip(wide, map(base.__add__, coded), strict=True))
 
 
 def _image_parts(images: list[Image]) -> str | None:
