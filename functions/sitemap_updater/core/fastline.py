@@ -17,6 +17,8 @@ import struct
 from collections.abc import Iterator
 from datetime import date, datetime
 from hashlib import blake2b
+from itertools import compress
+from operator import attrgetter, itemgetter, not_
 from urllib.parse import unquote
 
 from msgspec import UNSET
@@ -36,7 +38,7 @@ from sitemap_updater.core.event_rules import (
     in_window,
     parse_w3c,
 )
-from sitemap_updater.core.fastjson import Image, decode_chunk
+from sitemap_updater.core.fastjson import Image, Line, decode_chunk
 from sitemap_updater.core.fasturl import (
     ABOVE_ASCII,
     KEPT_ESCAPE,
@@ -45,6 +47,8 @@ from sitemap_updater.core.fasturl import (
     QUERY_CHARS,
     UrlCanonicaliser,
     encode_above_ascii,
+    encode_each_above_ascii,
+    escapes_respelled,
     session_free,
 )
 from sitemap_updater.core.moments import to_micros
@@ -64,6 +68,8 @@ _SEGMENT = f"[{PATH_CHARS}%]"  # a path segment's characters in a canonical URL 
 
 
 _DECODE_BYTES = 1 << 18  # lines read at a time (see LineParser.parse)
+_URL_OF = attrgetter("url")
+_WIDE_SHARE = 8  # a block's URLs are encoded at once after a block of which at least one in this many were above ASCII
 
 
 class LineParser:
@@ -84,13 +90,18 @@ class LineParser:
         self._plain = re.compile(rf"{prefix}/(?:({_SEGMENT}++)/)?[{PATH_CHARS}/%]*+(?:\?(?!\Z)({query}))?").fullmatch
         # Such a URL as a site writes it before the rules encode it, tried where _plain finds none: characters above
         # ASCII in its path and query, which the rules percent-encode one by one, and a fragment (group 3), which
-        # they drop (``_as_written``). A second match, not a wider first: its classes are slower to match with.
+        # they drop (see _parse_block). A second match, not a wider first: its classes are slower to match with.
         wide = f"[{PATH_CHARS}%{ABOVE_ASCII}]"
         self._written = re.compile(
             rf"{prefix}/(?:({wide}++)/)?[{PATH_CHARS}/%{ABOVE_ASCII}]*+(?:\?([{QUERY_CHARS}%{ABOVE_ASCII}]++))?"
             rf"(#[^{NOT_FRAGMENT}]*+)?"
         ).fullmatch
         self._loose_escape = re.compile(f"%(?!{KEPT_ESCAPE[1:]})").search  # "%" but of an escape the rules keep
+        # Escapes the rules rewrite (lower-case hex, an unreserved character) are rewritten as they are and the URL
+        # matched again (``_respelled``), unless a session parameter's name holds a "%": the rules look for it in the
+        # query as written, _plain in the query rewritten.
+        self._respell = not any("%" in name for name in site.session_params)
+        self._many_wide = True  # whether the last block's URLs were above ASCII in numbers (see _parse_block)
         self._segments: dict[str | None, str] = {}  # first segment (None: none) -> the section it puts a page in
         self._urls = UrlCanonicaliser(site)  # any other URL
         # A canonical URL holds no "<", ">" nor '"' (all percent-encoded) unless the site's address does
@@ -120,8 +131,12 @@ class LineParser:
         """
         decoded, raws = decode_chunk(data)
         plain, segments, loose_escape = self._plain, self._segments, self._loose_escape
-        escape_all = self._escape_all
-        written, has_session_id, as_written = self._written, self._urls.has_session_id, self._as_written
+        escape_all, respelled = self._escape_all, self._respelled
+        written, has_session_id = self._written, self._urls.has_session_id
+        # Each URL above ASCII, percent-encoded as encode_above_ascii does, all at once (_encoded): where the block
+        # before held many (finding them costs every line a little)
+        encoded = _encoded(decoded, self._site.base_url) if self._many_wide and not data.isascii() else {}
+        wide_urls = 0
         moments, lastmods = self._moments.get, self._lastmods.get
         occurred_of, lastmod_of, canonical_of = self._occurred, self._lastmod, self._urls.canonical
         warned_of, warnings = self._urls.warned, self.warnings
@@ -143,19 +158,27 @@ class LineParser:
                 if found is None:
                     found = written(url)
                     wide = True
+                if found is not None and "%" in url and loose_escape(url) is not None:
+                    # an escape the rules rewrite: in a URL _plain found, rewritten and the URL matched again
+                    url, found = (url, None) if wide else respelled(url)
             else:
                 found = None
-            if (
-                found is not None
-                and ("%" not in url or loose_escape(url) is None)
-                and (not wide or found[2] is None or not has_session_id(found[2]))  # _plain's query holds no session ID
-            ):
+            if found is not None and (not wide or found[2] is None or not has_session_id(found[2])):
+                # _plain's query holds no session ID
                 segment = found[1]
                 if wide:
-                    url, segment = as_written(url, found)
-                    if len(url) > MAX_URL_LENGTH:
-                        left.append(number)  # the model path words the refusal
-                        continue
+                    # the fragment dropped, each character above ASCII percent-encoded as the rules encode it (their
+                    # escapes and other characters are already as the rules keep them)
+                    if found[3] is not None:
+                        url = url[: found.start(3)]
+                    if not url.isascii():
+                        url = encoded.get(url) or encode_above_ascii(url)
+                        wide_urls += 1
+                        if segment is not None and not segment.isascii():
+                            segment = encode_above_ascii(segment)
+                        if len(url) > MAX_URL_LENGTH:
+                            left.append(number)  # the model path words the refusal
+                            continue
                 section_found = segments.get(segment)
                 if section_found is None:
                     section_found = self._segment_section(segment)
@@ -235,6 +258,7 @@ class LineParser:
             bucket = key[0] >> _BUCKET_SHIFT
             group[0][bucket] += head
             group[1][bucket] += blob
+        self._many_wide = wide_urls * _WIDE_SHARE >= len(decoded)
         if left:
             lines = data.splitlines() if raws is None else raws
             return len(decoded), [(n, lines[n - before - 1]) for n in left]
@@ -258,19 +282,14 @@ class LineParser:
         (blob,) = [bytes(found) for found in blobs if found]
         return (section, HEAD.unpack(head)[0], head, blob), [text for _, text in self.warnings[noted:]]
 
-    @staticmethod
-    def _as_written(url: str, found: re.Match[str]) -> tuple[str, str | None]:
-        """The canonical form of a URL ``_written`` found (``found``), and its first segment (followed by more) in
-        it: the fragment dropped, each character above ASCII percent-encoded as the rules encode it (their escapes
-        and other characters are already as the rules keep them)."""
-        segment = found[1]
-        if found[3] is not None:
-            url = url[: found.start(3)]
-        if not url.isascii():
-            url = encode_above_ascii(url)
-            if segment is not None and not segment.isascii():
-                segment = encode_above_ascii(segment)
-        return url, segment
+    def _respelled(self, url: str) -> tuple[str, re.Match[str] | None]:
+        """An ASCII URL _plain found but for escapes the rules rewrite, with each escape as the rules write it, and
+        _plain's match of that (what ``canonical_page_url`` gives: the rest of the URL is as the rules keep it, and
+        neither a dot segment nor a session ID appears by the rewriting); or the URL as it is and None, for the rules.
+        """
+        text = escapes_respelled(url) if self._respell else None
+        found = None if text is None or "/." in text else self._plain(text)
+        return (url, None) if text is None or found is None else (text, found)
 
     def _segment_section(self, segment: str | None) -> str:
         """Site.section_of a canonical URL whose first segment (followed by more) is ``segment``, remembered."""
@@ -315,6 +334,16 @@ def _blocks(data: bytes) -> Iterator[bytes]:
         end = data.find(b"\n", start + _DECODE_BYTES) + 1 or size
         yield data[start:end]
         start = end
+
+
+def _encoded(decoded: list[Line | None], base: str) -> dict[str, str]:
+    """The URLs above ASCII of ``decoded`` lines, each with ``encode_above_ascii`` of it where it starts with the
+    site's address ``base`` (all the matches take): the address, then the rest encoded (``encode_each_above_ascii``:
+    one call for them all; none where one holds a line break)."""
+    urls = list(map(_URL_OF, filter(None, decoded)))
+    wide = list(compress(urls, map(not_, map(str.isascii, urls))))
+    coded = encode_each_above_ascii(list(map(itemgetter(slice(len(base), None)), wide))) if wide else None
+    return {} if coded is None else dict(zip(wide, map(base.__add__, coded), strict=True))
 
 
 def _image_parts(images: list[Image]) -> str | None:

@@ -91,6 +91,36 @@ def encode_above_ascii(text: str) -> str:
     return coded.replace("=", "%")
 
 
+# Three bytes a byte of UTF-8 becomes in encode_each_above_ascii: a byte of ASCII itself and two DELs (taken out), one
+# above ASCII "%" and its two upper-case hex digits.
+_DEL = 0x7F
+_DIGITS = b"0123456789ABCDEF"
+_FIRST = bytes(byte if byte < 0x80 else ord("%") for byte in range(256))
+_HIGH = bytes(_DEL if byte < 0x80 else _DIGITS[byte >> 4] for byte in range(256))
+_LOW = bytes(_DEL if byte < 0x80 else _DIGITS[byte & 15] for byte in range(256))
+
+
+def encode_each_above_ascii(texts: list[str]) -> list[str] | None:
+    """``encode_above_ascii`` of each of ``texts`` (what the matches take: no control character), all in a few calls
+    over the texts one a line (a call's own cost, not its bytes', is most of one URL's); None where a text holds a line
+    break (``\n`` or ``\r``), which would not keep them apart.
+
+    Each byte of their UTF-8 becomes three, spread by slices: a byte of ASCII itself and two DELs, which are then taken
+    out, a byte above ASCII "%" and its hex digits (as ``bytes.translate`` maps them). A DEL in a text is taken out
+    too: such a text (which no match takes) comes out otherwise, on its own line."""
+    if not texts:
+        return []
+    joined = "\n".join(texts)
+    if "\r" in joined or joined.count("\n") != len(texts) - 1:
+        return None
+    data = joined.encode("utf-8", "surrogatepass")
+    spread = bytearray(3 * len(data))
+    spread[0::3] = data.translate(_FIRST)
+    spread[1::3] = data.translate(_HIGH)
+    spread[2::3] = data.translate(_LOW)
+    return spread.translate(None, b"\x7f").decode("ascii").split("\n")
+
+
 _HEX = "0123456789ABCDEFabcdef"
 # Every percent escape, in either case, as the rules write it (by their own function: the character where it is
 # unreserved, else upper-case hex); a path or query of clean characters and escapes is rewritten by looking each up.
@@ -102,6 +132,16 @@ def _escapes_rewritten(text: str) -> str:
     """``_percent_encode`` of ``text`` where it holds only characters both safe sets keep and whole escapes: each
     escape as ``_ESCAPES`` has it, the rest as it is (one C-level lookup a piece, no callback per escape)."""
     pieces = _split_escapes(text)
+    return "".join(map(_ESCAPES.get, pieces, pieces))
+
+
+def escapes_respelled(text: str) -> str | None:
+    """``_escapes_rewritten(text)`` where every "%" in ``text`` starts an escape (the split finds one escape a "%"),
+    else None: each escape written as the rules write it (upper-case hex, or the unreserved character it stands for),
+    so every "%" left starts an escape the rules keep."""
+    pieces = _split_escapes(text)
+    if text.count("%") != len(pieces) >> 1:
+        return None
     return "".join(map(_ESCAPES.get, pieces, pieces))
 
 
