@@ -102,6 +102,12 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_announce.py",
         "tests/unit/test_recovery.py",
     ],
+    "service/rebuild_changes.py": [
+        "tests/unit/test_announce.py",
+        "tests/unit/test_mut_recovery.py",
+        "tests/unit/test_recovery.py",
+        "tests/unit/test_simulation.py",
+    ],
     "service/announce.py": [
         "tests/unit/test_announce.py",
         "tests/unit/test_mut_recovery.py",

@@ -150,3 +150,17 @@ def range_lastmod(
     d_lo = bisect_left(deleted, (key_range.start, -1))
     d_hi = bisect_left(deleted, (key_range.end, -1))
     return max([newest, *(deleted_us for _, deleted_us in deleted[d_lo:d_hi])])
+
+
+def uncovered(key_range: KeyRange, others: list[KeyRange]) -> list[KeyRange]:
+    """The parts of ``key_range`` that none of ``others`` (disjoint) covers."""
+    parts, start = [], key_range.start
+    for other in sorted(others, key=lambda r: r.start):
+        if other.end <= start or other.start >= key_range.end:
+            continue
+        if other.start > start:
+            parts.append(KeyRange(start, other.start, key_range.depth))
+        start = max(start, other.end)
+    if start < key_range.end:
+        parts.append(KeyRange(start, key_range.end, key_range.depth))
+    return parts
