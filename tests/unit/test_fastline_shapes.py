@@ -17,6 +17,7 @@ from sitemap_updater.core.spill import HEAD, SpillGroups
 from sitemap_updater.core.urls import Site, canonical_page_url
 from tests.conftest import HORIZON
 from tests.unit.test_fastline import BASE, SITES, model_record
+from tests.unit.test_fastline_urls import record_noting_apart
 
 # A site whose session parameter's name holds an escape: the rules look for it in the query as written
 ESCAPED_NAME = Site.parse(BASE, session_params=frozenset({"s%41"}), sections=frozenset({"~user", "café"}))
@@ -75,18 +76,8 @@ APART = [
 def test_escapes_the_rules_rewrite_are_rewritten_in_the_one_match(url: str, site: Site) -> None:
     # Given an ASCII URL with escapes the rules rewrite, or one they change in other ways too
     raw = upsert(url)
-    parser = LineParser(site, HORIZON)
-    apart: list[str] = []
-    whole = parser._urls.canonical
-
-    def noted(found: str) -> tuple[str, str] | None:
-        apart.append(found)
-        return whole(found)
-
     # When the fast path reads it (noting the URLs it canonicalises apart from its one match)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(parser._urls, "canonical", noted)
-        fast = parser.record(raw)
+    fast, apart = record_noting_apart(site, raw)
     # Then it makes the contract's record byte for byte, and only a URL whose escapes are all that changes and whose
     # query has no session parameter's name with an escape in it is taken without the canonicaliser
     expected = model_record(raw, site)

@@ -357,18 +357,8 @@ def test_urls_real_sites_write_get_the_contracts_record_from_the_fast_path(
     # fragment, ' < > & "
     url = f"{BASE}/{path}" + ("" if query is None else f"?{query}") + fragment
     raw = json.dumps({"type": "upsert", "url": url, "occurred_at": "2026-11-20T10:00:00Z"}, ensure_ascii=False)
-    apart: list[str] = []
-    parser = LineParser(site, HORIZON)
-    whole = parser._urls.canonical
-
-    def noted(found: str) -> tuple[str, str] | None:
-        apart.append(found)
-        return whole(found)
-
     # When the fast path reads it (noting the URLs it canonicalises apart from its one match)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(parser._urls, "canonical", noted)
-        fast = parser.record(raw.encode())
+    fast, apart = record_noting_apart(site, raw.encode())
     # Then it makes the model path's record byte for byte, or leaves it only where the rules warn (a session ID)
     expected = model_record(raw.encode(), site)
     assert fast == expected if expected != "warned" else fast is None
@@ -401,3 +391,18 @@ def test_every_escape_in_either_case_is_written_as_the_rules_write_it_without_en
     # Then each is the canonical URL the rules give (the escape upper-cased, or decoded where unreserved)
     assert found == expected
     assert found[ESCAPES.index("%7e")] == oracle(urls[ESCAPES.index("%7E")], SITES[2])
+
+
+def record_noting_apart(site: Site, raw: bytes) -> tuple[Any, list[str]]:
+    """The fast path's record of one line, and the URLs it canonicalised apart from its one match."""
+    parser = LineParser(site, HORIZON)
+    apart: list[str] = []
+    whole = parser._urls.canonical
+
+    def noted(found: str) -> tuple[str, str] | None:
+        apart.append(found)
+        return whole(found)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parser._urls, "canonical", noted)
+        return parser.record(raw), apart

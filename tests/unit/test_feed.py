@@ -14,6 +14,7 @@ from sitemap_updater.core.messages import change_record
 from sitemap_updater.ports import HttpResponse
 from sitemap_updater.service.notify import Notifiers, notify
 from tests.conftest import BASE
+from tests.unit.test_announce import Engine
 from tests.unit.test_recovery import Crash, Stack, crash, page, replace_settings
 
 T = 1_795_000_000_000_000
@@ -103,7 +104,7 @@ def test_a_removal_told_to_indexnow_before_the_notifier_died_still_takes_the_pag
     pipeline = replace_settings(stack, feed_entries=5, indexnow_key="0123456789abcdef", indexnow_window_seconds=0)
     url = f"{BASE}/blog/a"
     stack.send(page("a", version=1))  # its page state (live: only the removal below can take it off the feed)
-    engine = Accepting()
+    engine = Engine()
     added = change_record("blog", {url: "added"}, {url: "d1"}, [], {url: T}, {url: "1"}).body
     notify([added], pipeline, Notifiers(engine))
     assert [e.link for e in feedparser.parse(stack.s3.objects[FEED_NAME].data).entries] == [url]
@@ -117,14 +118,3 @@ def test_a_removal_told_to_indexnow_before_the_notifier_died_still_takes_the_pag
     notify([removal], pipeline, Notifiers(engine))
     assert feedparser.parse(stack.s3.objects[FEED_NAME].data).entries == []
     assert engine.lists == [[url], [url]]
-
-
-class Accepting:
-    timeout = 20.0
-
-    def __init__(self) -> None:
-        self.lists: list[list[str]] = []
-
-    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> HttpResponse:
-        self.lists.append(list(body["urlList"]))
-        return HttpResponse(200, {}, "")

@@ -15,7 +15,7 @@ from sitemap_updater.core.feed import FEED_NAME, FEED_STATE, FeedChange, FeedSta
 from sitemap_updater.core.messages import ChangeRecords, read_change_records
 from sitemap_updater.core.moments import to_micros
 from sitemap_updater.core.pages import SentRecord
-from sitemap_updater.ports import Http, HttpResponse, SearchConsoleApi
+from sitemap_updater.ports import Http, HttpResponse, Manifest, SearchConsoleApi
 from sitemap_updater.service.pipeline import Pipeline
 from sitemap_updater.service.site_marks import HELD
 
@@ -172,7 +172,9 @@ def _removals_never_told(read: ChangeRecords, pipeline: Pipeline, now_s: int) ->
             read.digests[url], read.ranks[url] = "", rank
 
 
-def _still_current(store: Any, digests: dict[str, str], ranks: dict[str, str], sent: dict[str, SentRecord]) -> set[str]:
+def _still_current(
+    store: Manifest, digests: dict[str, str], ranks: dict[str, str], sent: dict[str, SentRecord]
+) -> set[str]:
     """Of the pages shown again in the very state whose removal IndexNow was told (a ``removed_unless_told`` of
     bytes an attempt put), those whose page state is still that one: the file of their own section shows them
     (the removal was sent while their mark was on its way, soak seed 2751), not a record of the dead attempt
